@@ -1,0 +1,1 @@
+"""chunker package."""

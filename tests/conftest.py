@@ -1,0 +1,74 @@
+"""Shared fixtures: where the real services listen, and unique names per test.
+
+The services are started by ``deploy/local/services up`` (``scripts/test`` does
+it). A test that needs one and finds it down fails with the command to run,
+rather than skipping: a skipped integration test reads as a pass in CI.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CORPORA = REPO_ROOT.parent / "shared" / "corpora"
+sys.path.insert(0, str(REPO_ROOT / "deploy" / "local"))
+
+from devservices import health  # noqa: E402
+from devservices.config import Config, load_config  # noqa: E402
+
+UP_HINT = "start the services with `deploy/local/services up` (or run scripts/test)"
+
+
+@pytest.fixture(scope="session")
+def services() -> Config:
+    """The local services' ports and folders, as ``deploy/local/services`` sees them."""
+    return load_config(os.environ)
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(services: Config) -> str:
+    if not health.kafka_ready(services.host, services.kafka_port):
+        pytest.fail(f"Kafka is not answering on {services.host}:{services.kafka_port}; {UP_HINT}")
+    return f"{services.host}:{services.kafka_port}"
+
+
+@pytest.fixture(scope="session")
+def elasticsearch_url(services: Config) -> str:
+    if not health.elasticsearch_ready(services.host, services.elasticsearch_port):
+        pytest.fail(
+            f"Elasticsearch is not healthy on {services.host}:{services.elasticsearch_port}; "
+            f"{UP_HINT}"
+        )
+    return f"http://{services.host}:{services.elasticsearch_port}"
+
+
+@pytest.fixture(scope="session")
+def prometheus_url(services: Config) -> str:
+    url = f"http://{services.host}:{services.prometheus_port}"
+    if not health.http_ok(f"{url}/-/ready"):
+        pytest.fail(f"Prometheus is not ready at {url}; {UP_HINT}")
+    return url
+
+
+@pytest.fixture(scope="session")
+def prometheus_targets_dir(services: Config, prometheus_url: str) -> Path:
+    """Drop a file_sd JSON file here and the local Prometheus scrapes its targets."""
+    return services.state_dir / "prometheus" / "targets"
+
+
+@pytest.fixture
+def unique() -> str:
+    """A short name no other test (or earlier run) uses: for topics, groups, indices."""
+    return f"t{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+def corpora_dir() -> Path:
+    if not CORPORA.is_dir():
+        pytest.skip(f"the policy corpora are not at {CORPORA} (they come with ../shared)")
+    return CORPORA

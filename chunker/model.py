@@ -52,11 +52,17 @@ class Chunk(BaseModel):
     heading_path: list[str]
     text: str
     embed_text: str
-    char_start: int = Field(ge=0)
+    char_start: int = Field(ge=0)  # span of the (decoded) source text, end exclusive
     char_end: int = Field(ge=0)
     token_count: int = Field(ge=0)
     part: int | None = None  # 1-based, when a long section was split
     parts: int | None = None
+    # For a part that starts inside a table: the table's header rows, repeated
+    # at the start of ``text`` (they are not inside [char_start, char_end)).
+    repeated_header: str | None = None
+    # True when the chunk is above the size policy's maximum because it holds one
+    # run of text with no whitespace to cut at (reported, never cut mid-word).
+    unsplittable: bool = False
     neighbours: Neighbours = Field(default_factory=Neighbours)
     metadata: DocumentMetadata = Field(default_factory=DocumentMetadata)
     content_type: str = "text/markdown"

@@ -1,0 +1,233 @@
+"""``chunk_document``: one document version in, its ordered chunks out.
+
+The steps, each in its own module: read the content into blocks
+(``markdown``/``html``), front matter into metadata (``metadata``), blocks
+into a section tree (``sections``), small sections into units (``merge``),
+big units into parts (``split``), then chunks with ids and links (here and
+``links``). Every chunk's text is a span of the source (plus, for a part
+that starts inside a table, the repeated header rows), so the chunks cover
+the body exactly once, in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from chunker import links
+from chunker.blocks import ParsedDocument
+from chunker.errors import InvalidContent, InvalidMetadata
+from chunker.html import html_to_text, parse_html
+from chunker.markdown import parse_markdown
+from chunker.merge import plan_units
+from chunker.metadata import merge_metadata, parse_front_matter
+from chunker.model import Chunk, DocumentMetadata, Neighbours, chunk_id
+from chunker.policy import SizePolicy
+from chunker.sections import Section, SlugRegistry, build_sections
+from chunker.split import Part, split_unit
+from chunker.tokens import count_tokens
+
+CONTENT_TYPES = ("text/markdown", "text/html")
+_ALIASES = {"text/x-markdown": "text/markdown", "application/xhtml+xml": "text/html"}
+
+
+def chunk_document(
+    document_id: str,
+    version: int,
+    content: str | bytes,
+    *,
+    content_type: str = "text/markdown",
+    metadata: Mapping[str, object] | None = None,
+    changed_at: datetime | None = None,
+    policy: SizePolicy = SizePolicy(),  # noqa: B008 - frozen, so a safe default
+) -> list[Chunk]:
+    """The chunks of one document version, in document order.
+
+    Raises a ``ChunkerError`` subclass on bad input: ``InvalidContent``,
+    ``InvalidFrontMatter`` or ``InvalidMetadata``. An empty document gives ``[]``.
+    """
+    _check_identity(document_id, version)
+    kind = _content_kind(content_type)
+    text = _decode(content)
+    parsed: ParsedDocument = parse_markdown(text) if kind == "text/markdown" else parse_html(text)
+    front = parse_front_matter(parsed.front_matter) if parsed.front_matter is not None else {}
+    meta = merge_metadata(front, metadata)
+    slugs = SlugRegistry()
+    sections = build_sections(text, parsed.blocks, parsed.body_start, slugs)
+    if not sections:
+        return []
+
+    def count(start: int, end: int) -> int:
+        return count_tokens(text[start:end])
+
+    drafts: list[_Draft] = []
+    first_chunk: dict[int, int] = {}  # section index -> index of the chunk where it starts
+    for unit in plan_units(sections, policy, count):
+        head = sections[unit.sections[0]]
+        if unit.tokens <= policy.max_tokens:
+            parts = [Part(unit.start, unit.end, None, False)]
+        else:
+            blocks = [block for index in unit.sections for block in sections[index].blocks]
+            parts = split_unit(text, blocks, (unit.start, unit.end), policy, count)
+        kept = [part for part in (_trim(text, part) for part in parts) if part is not None]
+        for number, part in enumerate(kept, start=1):
+            slug = head.slug if number == 1 else slugs.unique(f"{head.slug}-part-{number}")
+            drafts.append(_Draft(head, slug, part, number, len(kept)))
+        for index in unit.sections if kept else ():
+            first_chunk[index] = _chunk_at(drafts, len(kept), sections[index].start)
+    ids = [chunk_id(document_id, version, draft.slug) for draft in drafts]
+    related = _related(text, sections, drafts, first_chunk)
+    root = meta.title or document_id
+    return [
+        _chunk(
+            text,
+            draft,
+            ids,
+            related[ordinal],
+            _Common(document_id, version, root, meta, kind, changed_at),
+            ordinal=ordinal,
+        )
+        for ordinal, draft in enumerate(drafts)
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class _Draft:
+    section: Section
+    slug: str
+    part: Part
+    number: int  # 1-based part number
+    parts: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Common:
+    """What every chunk of the document shares."""
+
+    document_id: str
+    version: int
+    root: str  # first element of every heading path
+    meta: DocumentMetadata
+    content_type: str
+    changed_at: datetime | None
+
+
+def _chunk(
+    text: str, draft: _Draft, ids: list[str], related: list[int], common: _Common, *, ordinal: int
+) -> Chunk:
+    part = draft.part
+    body = text[part.start : part.end]
+    if common.content_type == "text/html":
+        body = html_to_text(body)
+    chunk_text = f"{part.header}\n{body}" if part.header else body
+    heading_path = [common.root, *draft.section.path]
+    split = draft.parts > 1
+    return Chunk(
+        chunk_id=ids[ordinal],
+        document_id=common.document_id,
+        version=common.version,
+        section=draft.slug,
+        ordinal=ordinal,
+        heading_path=heading_path,
+        text=chunk_text,
+        embed_text=" > ".join(heading_path) + "\n" + chunk_text,
+        char_start=part.start,
+        char_end=part.end,
+        token_count=count_tokens(chunk_text),
+        part=draft.number if split else None,
+        parts=draft.parts if split else None,
+        repeated_header=part.header,
+        unsplittable=part.unsplittable,
+        neighbours=Neighbours(
+            previous=ids[ordinal - 1] if ordinal else None,
+            next=ids[ordinal + 1] if ordinal + 1 < len(ids) else None,
+            related=[ids[i] for i in related],
+        ),
+        metadata=common.meta,
+        content_type=common.content_type,
+        changed_at=common.changed_at,
+    )
+
+
+def _related(
+    text: str, sections: list[Section], drafts: list[_Draft], first_chunk: dict[int, int]
+) -> list[list[int]]:
+    related: list[set[int]] = [set() for _ in drafts]
+    targets = links.anchor_targets(sections)
+    for position, draft in enumerate(drafts):
+        for anchor in links.linked_anchors(text[draft.part.start : draft.part.end]):
+            section = targets.get(anchor, targets.get(anchor.lower()))
+            if section is not None and section in first_chunk:
+                related[position].add(first_chunk[section])
+    for rule, exception in links.exception_pairs(sections):
+        a, b = first_chunk.get(rule), first_chunk.get(exception)
+        if a is not None and b is not None:
+            related[a].add(b)
+            related[b].add(a)
+    return [sorted(linked - {position}) for position, linked in enumerate(related)]
+
+
+def _chunk_at(drafts: list[_Draft], recent: int, offset: int) -> int:
+    """Index of the chunk, among the last ``recent`` drafts, that holds ``offset``."""
+    for index in range(len(drafts) - recent, len(drafts)):
+        if drafts[index].part.end > offset:
+            return index
+    return len(drafts) - 1
+
+
+def _trim(text: str, part: Part) -> Part | None:
+    start, end = part.start, part.end
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if start == end:
+        return None
+    return Part(start, end, part.header, part.unsplittable)
+
+
+def _check_identity(document_id: str, version: int) -> None:
+    if not isinstance(document_id, str) or not document_id.strip():
+        raise InvalidMetadata(f"document_id must be a non-empty string, got {document_id!r}")
+    if "@" in document_id or "#" in document_id:
+        raise InvalidMetadata(f"document_id must not contain '@' or '#', got {document_id!r}")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise InvalidMetadata(f"version must be an integer >= 1, got {version!r}")
+
+
+def _content_kind(content_type: str) -> str:
+    kind = content_type.split(";", 1)[0].strip().lower()
+    kind = _ALIASES.get(kind, kind)
+    if kind not in CONTENT_TYPES:
+        raise InvalidContent(
+            f"content_type {content_type!r} is not supported (one of {', '.join(CONTENT_TYPES)})"
+        )
+    return kind
+
+
+def _decode(content: str | bytes) -> str:
+    if isinstance(content, bytes | bytearray | memoryview):
+        raw = bytes(content)
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise InvalidContent(
+                f"content is not valid UTF-8: byte {raw[exc.start : exc.start + 1]!r} "
+                f"at offset {exc.start} ({exc.reason})"
+            ) from exc
+    elif isinstance(content, str):
+        text = content
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidContent(
+                f"content has a character that is not valid Unicode text: "
+                f"{text[exc.start]!r} at offset {exc.start} ({exc.reason})"
+            ) from exc
+    else:
+        raise InvalidContent(f"content must be str or bytes, got {type(content).__name__}")
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise InvalidContent(f"content has a NUL character at offset {nul}")
+    return text

@@ -1,0 +1,72 @@
+"""Related sections: anchor links inside the document, and rules with their exceptions.
+
+- A chunk that links to ``#anchor`` (Markdown ``[..](#anchor)`` or HTML
+  ``href="#anchor"``) is related to the chunk where that section starts.
+  Anchors resolve to heading slugs (GitHub's and kramdown's rules) and to
+  explicit ids (``<a id=..>``, ``{#id}``) in the section that defines them.
+- A section whose heading says exception, exclusion, limitation (and the
+  like, in the corpora's languages) is linked both ways with its rule: the
+  nearest preceding sibling section, or its parent when it has none.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote
+
+from chunker.sections import Section, kramdown_slug
+
+_LINK = re.compile(
+    r"""\]\(\s*<?#([^)\s>]+)|href\s*=\s*["']#([^"']+)["']|^\s*\[[^\]]+\]:\s*#(\S+)""", re.M
+)
+EXCEPTION_WORDS = re.compile(
+    r"\b(?:exceptions?|exclusions?|excluded|exemptions?|limitations?|carve[- ]outs?|"
+    r"does not apply|not covered|unless|ausnahmen?|haftungsbeschränkung|einschränkungen?|"
+    r"excepci[oó]n(?:es)?|exclusi[oó]n(?:es)?|limitaci[oó]n(?:es)?|eccezion[ei]|esclusion[ei]|"
+    r"limitazion[ei]|exceç(?:ão|ões)|limitaç(?:ão|ões)|istisna(?:lar)?|sınırlama(?:lar)?|"  # noqa: RUF001
+    r"wyjątk[iu]|ograniczeni[ae]|исключени[яе]|ограничени[яе])\b",
+    re.IGNORECASE,
+)
+
+
+def anchor_targets(sections: list[Section]) -> dict[str, int]:
+    """Anchor name to the index of the section it points at (first one wins)."""
+    targets: dict[str, int] = {}
+    for section in sections:
+        names = [section.slug]
+        if section.level:
+            names.append(kramdown_slug(section.title))
+        for block in section.blocks:
+            names.extend(block.anchors)
+        for name in names:
+            if name:
+                targets.setdefault(name, section.index)
+                targets.setdefault(name.lower(), section.index)
+    return targets
+
+
+def linked_anchors(text: str) -> list[str]:
+    """Anchor names that ``text`` links to, in order of appearance."""
+    if "#" not in text:
+        return []
+    return [unquote(a or b or c) for a, b, c in _LINK.findall(text)]
+
+
+def is_exception(title: str) -> bool:
+    return bool(EXCEPTION_WORDS.search(title))
+
+
+def exception_pairs(sections: list[Section]) -> list[tuple[int, int]]:
+    """(rule, exception) section pairs: an exception qualifies its nearest preceding
+    sibling that is not itself an exception, else its parent."""
+    top = [s.index for s in sections if s.parent is None and s.level]
+    pairs: list[tuple[int, int]] = []
+    for group, parent in [(top, None)] + [(s.children, s.index) for s in sections]:
+        rule = parent
+        for index in group:
+            if is_exception(sections[index].title):
+                if rule is not None:
+                    pairs.append((rule, index))
+            else:
+                rule = index
+    return pairs

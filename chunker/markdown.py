@@ -1,0 +1,140 @@
+"""Markdown to blocks, with markdown-it-py (CommonMark + GFM tables + front matter).
+
+Only the block level is parsed for the whole document (inline parsing is
+the slow half of markdown-it and the chunker needs it for headings only).
+Top-level tokens carry line maps; they are turned into character spans of
+the *original* text, so ``\\r\\n`` line ends and everything else survive.
+``maxNesting`` bounds the parser's recursion on deeply nested lists and
+quotes: blocks nested deeper are kept whole inside their top-level block.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from mdit_py_plugins.front_matter import front_matter_plugin
+
+from chunker.blocks import Block, ParsedDocument
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+_ANCHOR_DEF = re.compile(
+    r"""<a\s[^>]*?\b(?:id|name)\s*=\s*["']([^"']+)["']|\{:?\s*#([\w\-:.]+)\s*\}""", re.IGNORECASE
+)
+_KINDS = {
+    "paragraph_open": "paragraph",
+    "bullet_list_open": "list",
+    "ordered_list_open": "list",
+    "table_open": "table",
+    "blockquote_open": "quote",
+    "fence": "fence",
+    "code_block": "code",
+    "html_block": "html",
+    "hr": "rule",
+    "heading_open": "heading",
+}
+MAX_NESTING = 20
+
+
+@lru_cache(maxsize=1)
+def _block_parser() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING}).enable("table")
+    md.use(front_matter_plugin)
+    md.disable(["inline", "text_join"])
+    return md
+
+
+@lru_cache(maxsize=1)
+def _inline_parser() -> MarkdownIt:
+    return MarkdownIt("commonmark", {"maxNesting": MAX_NESTING})
+
+
+def line_starts(text: str) -> list[int]:
+    """Offset of the start of every line, plus ``len(text)`` as a sentinel."""
+    starts = [0]
+    starts.extend(m.end() for m in _NEWLINE.finditer(text))
+    starts.append(len(text))
+    return starts
+
+
+def heading_title(inline_source: str) -> tuple[str, tuple[str, ...]]:
+    """Plain text of a heading's inline Markdown, and the anchor ids it defines."""
+    anchors = tuple(a or b for a, b in _ANCHOR_DEF.findall(inline_source))
+    parts: list[str] = []
+    for token in _inline_parser().parseInline(inline_source):
+        for child in token.children or ():
+            if child.type in {"text", "code_inline"}:
+                parts.append(child.content)
+            elif child.type in {"softbreak", "hardbreak"}:
+                parts.append(" ")
+    title = " ".join("".join(parts).split())
+    # kramdown's "{#id}" attribute is not text
+    title = _ANCHOR_DEF.sub("", title).strip() if "{" in title else title
+    return title, anchors
+
+
+def parse_markdown(text: str) -> ParsedDocument:
+    tokens: list[Token] = _block_parser().parse(text)
+    starts = line_starts(text)
+    last = len(starts) - 1
+
+    def offset(line: int) -> int:
+        return starts[min(line, last)]
+
+    blocks: list[Block] = []
+    front_matter: str | None = None
+    body_start = 0
+    i = 0
+    n = len(tokens)
+    while i < n:
+        token = tokens[i]
+        if token.level != 0 or token.map is None:
+            i += 1
+            continue
+        first, end_line = token.map
+        start, end = offset(first), offset(end_line)
+        if token.type == "front_matter":
+            front_matter = token.content
+            body_start = end
+            i += 1
+            continue
+        kind = _KINDS.get(token.type, token.type)
+        j = i + 1
+        if token.nesting == 1:  # walk to the matching close, noting split points
+            depth = 1
+            splits: list[int] = []
+            while j < n and depth:
+                inner = tokens[j]
+                depth += inner.nesting
+                if (
+                    inner.nesting == 1
+                    and inner.level == 1
+                    and inner.type == "list_item_open"
+                    and inner.map is not None
+                    and inner.map[0] > first
+                ):
+                    splits.append(offset(inner.map[0]))
+                j += 1
+        else:
+            splits = []
+        if kind == "heading":
+            source = tokens[i + 1].content if i + 1 < n else ""
+            title, anchors = heading_title(source)
+            blocks.append(Block(kind, start, end, int(token.tag[1]), title, anchors=anchors))
+        elif kind == "table":
+            rows = [offset(line) for line in range(first + 2, end_line)]
+            blocks.append(
+                Block(kind, start, end, splits=tuple(rows[1:]), header_end=offset(first + 2))
+            )
+        else:
+            block_text = text[start:end]
+            anchors = (
+                tuple(a or b for a, b in _ANCHOR_DEF.findall(block_text))
+                if ("<a" in block_text or "{" in block_text)
+                else ()
+            )
+            blocks.append(Block(kind, start, end, splits=tuple(splits), anchors=anchors))
+        i = j
+    return ParsedDocument(body_start=body_start, front_matter=front_matter, blocks=blocks)

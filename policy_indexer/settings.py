@@ -45,3 +45,31 @@ class Settings(BaseSettings):
     metrics_port: int = Field(9464, ge=0, le=65535)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["json", "console"] = "json"
+
+    # Indexing worker (issue 4) -------------------------------------------
+    pipeline: Literal["embedded", "kafka"] = Field(
+        "embedded",
+        description="'kafka': Kafka + Elasticsearch workers; 'embedded': one process (issue 8).",
+    )
+    worker_processes: int = Field(1, ge=1, le=64, description="Worker processes `run` starts.")
+    kafka_partitions: int = Field(
+        3, ge=1, description="Partitions of the change topic when `run` or `replay` creates it."
+    )
+    commit_every_records: int = Field(200, ge=1)
+    commit_every_seconds: float = Field(1.0, gt=0)
+    retry_initial_seconds: float = Field(0.2, gt=0)
+    retry_max_seconds: float = Field(10.0, gt=0)
+    retry_max_attempts: int | None = Field(
+        None, ge=1, description="Attempts before giving up on a transient failure; None: forever."
+    )
+    elasticsearch_timeout_seconds: float = Field(10.0, gt=0)
+    bulk_max_actions: int = Field(500, ge=1)
+    bulk_max_bytes: int = Field(5 * 1024 * 1024, ge=1024)
+    sweep_grace_seconds: float = Field(
+        600.0, ge=0, description="The sweep leaves younger chunks above a document's state alone."
+    )
+    worker_kill_at: str | None = Field(
+        None,
+        description="Test only: 'step:n' makes the worker SIGKILL itself the n-th time it "
+        "reaches step (after-chunk-write, after-state-write, after-delete-step, after-commit).",
+    )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from policy_indexer.commands.config import config
+from policy_indexer.commands.replay import replay
 from policy_indexer.commands.run import run
+from policy_indexer.commands.sweep import sweep
 
-REGISTERED: list[click.Command] = [config, run]
+REGISTERED: list[click.Command] = [config, run, replay, sweep]

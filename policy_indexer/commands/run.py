@@ -1,28 +1,164 @@
 """``policy-indexer run``: start the pipeline.
 
-Until the embedded mode and the worker land (issues 8 and 4), this says
-exactly what is missing and exits non-zero instead of pretending to run.
+With ``POLICY_INDEXER_PIPELINE=kafka`` it starts the indexing worker(s): Kafka
+consumer group -> chunker -> Elasticsearch. The embedded mode (SQLite and a
+local queue, issue 8) is not built yet; asking for it says so and exits non-zero.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
+import sys
+from collections import Counter
+from collections.abc import Callable
+from types import FrameType
+
 import click
+import structlog
+from prometheus_client import CollectorRegistry
 
+from consumers.commit_policy import CommitPolicy
+from consumers.health import HealthServer
+from consumers.processor import EventProcessor
+from consumers.retry import HealthState, RetryPolicy
+from consumers.transport import ensure_topics, make_consumer, make_producer
+from consumers.worker import KafkaDeadLetterSink, KafkaWorker
+from metrics.definitions import WorkerMetrics
+from policy_indexer.logs import configure_logging
 from policy_indexer.settings import Settings
+from store.elasticsearch import ElasticsearchStore
 
-MISSING = (
-    "the indexing worker (issue 4)",
-    "the embedded SQLite store and local queue (issue 8)",
-)
+log = structlog.get_logger(__name__)
+
+MISSING_EMBEDDED = "the embedded SQLite store and local queue (issue 8)"
+
+
+def kill_hook(spec: str | None) -> Callable[[str], None]:
+    """Test hook: SIGKILL this process the n-th time it reaches a step ('step:n')."""
+    if not spec:
+        return lambda _step: None
+    step, _, nth = spec.partition(":")
+    target = int(nth or "1")
+    seen: Counter[str] = Counter()
+
+    def checkpoint(reached: str) -> None:
+        seen[reached] += 1
+        if reached == step and seen[reached] == target:
+            log.warning("test kill hook: SIGKILL", step=step, n=target)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return checkpoint
+
+
+def open_store(settings: Settings) -> ElasticsearchStore:
+    key = settings.elasticsearch_api_key
+    store = ElasticsearchStore.connect(
+        settings.elasticsearch_url,
+        settings.index_prefix,
+        api_key=key.get_secret_value() if key else None,
+        timeout_s=settings.elasticsearch_timeout_seconds,
+    )
+    store.bulk_max_actions = settings.bulk_max_actions
+    store.bulk_max_bytes = settings.bulk_max_bytes
+    return store
+
+
+def run_worker(settings: Settings, metrics_port: int | None = None) -> None:
+    """One worker process, until SIGTERM/SIGINT."""
+    registry = CollectorRegistry()
+    metrics = WorkerMetrics.create(registry)
+    health = HealthState()
+    checkpoint = kill_hook(settings.worker_kill_at)
+    store = open_store(settings)
+    store.ensure_ready()
+    producer = make_producer(settings.kafka_bootstrap_servers)
+    consumer = make_consumer(
+        settings.kafka_bootstrap_servers,
+        settings.kafka_group_id,
+        max_poll_records=settings.commit_every_records,
+    )
+    processor = EventProcessor(
+        store, checkpoint=checkpoint, on_unchanged=metrics.unchanged_content.inc
+    )
+    worker = KafkaWorker(
+        consumer,
+        settings.kafka_topic,
+        processor,
+        KafkaDeadLetterSink(producer, settings.kafka_dead_letter_topic),
+        metrics=metrics,
+        health=health,
+        retry=RetryPolicy(
+            initial_s=settings.retry_initial_seconds,
+            max_s=settings.retry_max_seconds,
+            max_attempts=settings.retry_max_attempts,
+        ),
+        commit=CommitPolicy(settings.commit_every_records, settings.commit_every_seconds),
+        checkpoint=checkpoint,
+    )
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("stop requested", signal=signal.Signals(signum).name)
+        worker.request_stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    port = settings.metrics_port if metrics_port is None else metrics_port
+    server = HealthServer(settings.metrics_host, port, registry, health).start()
+    log.info("worker started", topic=settings.kafka_topic, group=settings.kafka_group_id,
+             index_prefix=settings.index_prefix, metrics_port=server.port)
+    try:
+        worker.run()
+    finally:
+        server.stop()
+        producer.close(timeout=5)
+        store.close()
+
+
+def _child(settings: Settings, port: int) -> None:
+    configure_logging(settings.log_level, settings.log_format)
+    run_worker(settings, metrics_port=port)
 
 
 @click.command()
+@click.option("--processes", type=int, default=None,
+              help="Worker processes (default: settings.worker_processes).")
 @click.pass_obj
-def run(settings: Settings) -> None:
-    """Run the indexing pipeline (embedded by default)."""
-    lines = "\n".join(f"  - {item}" for item in MISSING)
-    raise click.ClickException(
-        f"`policy-indexer run` cannot run yet; still missing:\n{lines}\n"
-        f"Configured Kafka: {settings.kafka_bootstrap_servers}, "
-        f"Elasticsearch: {settings.elasticsearch_url}."
-    )
+def run(settings: Settings, processes: int | None) -> None:
+    """Run the indexing pipeline (embedded by default; PIPELINE=kafka for the workers)."""
+    if settings.pipeline == "embedded":
+        raise click.ClickException(
+            "the embedded pipeline cannot run yet; still missing:\n"
+            f"  - {MISSING_EMBEDDED}\n"
+            "To run the Kafka + Elasticsearch workers set POLICY_INDEXER_PIPELINE=kafka "
+            f"(Kafka: {settings.kafka_bootstrap_servers}, "
+            f"Elasticsearch: {settings.elasticsearch_url})."
+        )
+    ensure_topics(settings.kafka_bootstrap_servers,
+                  [settings.kafka_topic, settings.kafka_dead_letter_topic],
+                  partitions=settings.kafka_partitions)
+    count = processes or settings.worker_processes
+    if count == 1:
+        run_worker(settings)
+        return
+    ctx = multiprocessing.get_context("spawn")
+    children = [
+        ctx.Process(target=_child, args=(settings, settings.metrics_port + i), daemon=False)
+        for i in range(count)
+    ]
+    for child in children:
+        child.start()
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        for child in children:
+            if child.pid is not None and child.is_alive():
+                os.kill(child.pid, signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    for child in children:
+        child.join()
+    failed = [c.exitcode for c in children if c.exitcode]
+    if failed:
+        sys.exit(1)

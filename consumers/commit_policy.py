@@ -1,0 +1,34 @@
+"""When to commit offsets: after enough records or enough time, whichever first.
+
+Offsets are also committed on partition revocation and on shutdown (the worker
+does that regardless of this policy).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class CommitPolicy:
+    max_records: int = 200
+    max_interval_s: float = 1.0
+    clock: Callable[[], float] = time.monotonic
+    _since: int = field(default=0, init=False)
+    _last: float | None = field(default=None, init=False)
+
+    def record_done(self) -> None:
+        self._since += 1
+
+    def should_commit(self) -> bool:
+        if self._since == 0:
+            return False
+        if self._last is None:
+            self._last = self.clock()
+        return self._since >= self.max_records or self.clock() - self._last >= self.max_interval_s
+
+    def committed(self) -> None:
+        self._since = 0
+        self._last = self.clock()

@@ -1,0 +1,215 @@
+"""The Kafka worker: poll, process each event in order, commit what is done.
+
+One loop, small steps: ``poll`` -> ``_process`` (retrying transient failures,
+dead-lettering poison) -> mark the offset committable -> commit on the
+``CommitPolicy``, on revocation and on shutdown. ``request_stop`` (SIGTERM)
+lets the batch in hand finish, commits and returns; a worker backing off from
+a transient failure stops waiting at once and commits only what is done.
+
+While it backs off, the worker keeps polling with every partition paused, so it
+stays in its consumer group however long Elasticsearch is away.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import CommitFailedError, KafkaError
+from kafka.structs import OffsetAndMetadata
+
+from consumers.commit_policy import CommitPolicy
+from consumers.dead_letter import DeadLetter, DeadLetterSink
+from consumers.errors import Interrupted, PoisonEvent, TransientError
+from consumers.processor import EventProcessor, parse_event
+from consumers.retry import HealthState, RetryPolicy, call_with_retry
+from consumers.transport import publish
+from metrics.definitions import WorkerMetrics
+
+log = structlog.get_logger(__name__)
+
+
+class PartitionLost(Exception):
+    """The partition of the record in hand was revoked while we waited."""
+
+
+class KafkaDeadLetterSink:
+    def __init__(self, producer: KafkaProducer, topic: str) -> None:
+        self.producer = producer
+        self.topic = topic
+
+    def send(self, letter: DeadLetter) -> None:
+        publish(self.producer, self.topic, key=letter.key, value=letter.value,
+                headers=letter.headers())
+
+
+class KafkaWorker:
+    def __init__(
+        self,
+        consumer: KafkaConsumer,
+        topic: str,
+        processor: EventProcessor,
+        dead_letters: DeadLetterSink,
+        *,
+        metrics: WorkerMetrics,
+        health: HealthState | None = None,
+        retry: RetryPolicy | None = None,
+        commit: CommitPolicy | None = None,
+        poll_timeout_ms: int = 500,
+        checkpoint: Callable[[str], None] = lambda _step: None,
+    ) -> None:
+        self.consumer = consumer
+        self.topic = topic
+        self.processor = processor
+        self.dead_letters = dead_letters
+        self.metrics = metrics
+        self.health = health or HealthState()
+        self.retry = retry or RetryPolicy()
+        self.commit_policy = commit or CommitPolicy()
+        self.poll_timeout_ms = poll_timeout_ms
+        self.checkpoint = checkpoint
+        self._stop = threading.Event()
+        self._pending: dict[TopicPartition, int] = {}
+        self._assigned: set[TopicPartition] = set()
+
+    # -- control -----------------------------------------------------------
+    def request_stop(self) -> None:
+        self.health.stopping = True
+        self._stop.set()
+
+    def run(self) -> None:
+        self.consumer.subscribe([self.topic], listener=_Listener(self))
+        try:
+            while not self._stop.is_set():
+                batch = self._poll(self.poll_timeout_ms)
+                for tp, records in batch.items():
+                    for record in records:
+                        if tp not in self._assigned:
+                            break  # revoked while we were busy: the new owner has it
+                        try:
+                            self._process(record)
+                        except PartitionLost:
+                            break
+                        self._pending[tp] = record.offset + 1
+                        self.commit_policy.record_done()
+                        if self.commit_policy.should_commit():
+                            self._commit()
+                if self.commit_policy.should_commit():
+                    self._commit()
+        except Interrupted:
+            log.info("stopping while backing off; the event in hand stays uncommitted")
+        finally:
+            self._commit()
+            self.consumer.close(autocommit=False)
+            log.info("worker stopped")
+
+    # -- steps -------------------------------------------------------------
+    def _poll(self, timeout_ms: int) -> dict[TopicPartition, list[Any]]:
+        try:
+            result: dict[TopicPartition, list[Any]] = self.consumer.poll(timeout_ms=timeout_ms)
+        except KafkaError as exc:
+            self.metrics.transient_errors.labels(operation="kafka").inc()
+            log.warning("poll failed", error=repr(exc))
+            time.sleep(1.0)
+            return {}
+        return result
+
+    def _process(self, record: Any) -> None:
+        started = time.monotonic()
+        tp = TopicPartition(record.topic, record.partition)
+
+        def attempt() -> str:
+            try:
+                event = parse_event(record.value)
+                outcome = self.processor.handle(event)
+            except PoisonEvent as poison:
+                self.dead_letters.send(
+                    DeadLetter(record.key, record.value, poison.reason, poison.message,
+                               record.topic, record.partition, record.offset)
+                )
+                self.metrics.dead_letters.labels(reason=poison.reason).inc()
+                log.warning("dead-lettered", reason=poison.reason, error=poison.message[:500],
+                            partition=record.partition, offset=record.offset)
+                return "dead_lettered"
+            return outcome.value
+
+        def on_retry(exc: BaseException) -> None:
+            self.metrics.retrying.set(1)
+            operation = "kafka" if isinstance(exc, TransientError) else "store"
+            self.metrics.transient_errors.labels(operation=operation).inc()
+
+        written, deleted = self.processor.chunks_written, self.processor.chunks_deleted
+        try:
+            outcome = call_with_retry(
+                attempt, policy=self.retry, health=self.health,
+                sleep=lambda s: self._wait(s, tp), on_retry=on_retry,
+            )
+        finally:
+            self.metrics.retrying.set(0)
+        self.metrics.events.labels(outcome=outcome).inc()
+        self.metrics.chunks_written.inc(self.processor.chunks_written - written)
+        self.metrics.chunks_deleted.inc(self.processor.chunks_deleted - deleted)
+        self.metrics.event_processing.observe(time.monotonic() - started)
+        self.metrics.last_event_processed.set(time.time())
+
+    def _wait(self, seconds: float, tp: TopicPartition) -> None:
+        """Back off without leaving the group: poll with every partition paused."""
+        deadline = time.monotonic() + seconds
+        while True:
+            if self._stop.is_set():
+                raise Interrupted("stop requested")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            self.consumer.pause(*self.consumer.assignment())
+            got = self._poll(int(min(remaining, 0.5) * 1000))
+            for other, records in got.items():
+                # A partition assigned during the wait is not paused yet: give
+                # its records back so none is skipped.
+                self.consumer.seek(other, records[0].offset)
+                self.consumer.pause(other)
+        self.consumer.resume(*self.consumer.paused())
+        if tp not in self._assigned:
+            raise PartitionLost(str(tp))
+
+    def _commit(self) -> None:
+        if not self._pending:
+            self.commit_policy.committed()
+            return
+        offsets = {tp: OffsetAndMetadata(off, "", -1) for tp, off in self._pending.items()}
+        try:
+            self.consumer.commit(offsets=offsets)
+        except CommitFailedError as exc:
+            log.warning("commit refused after a rebalance; the new owner redoes it", error=str(exc))
+        except KafkaError as exc:
+            # Not committing only means redelivery, which is harmless.
+            log.warning("commit failed; will try again", error=repr(exc))
+            return
+        self.checkpoint("after-commit")
+        self.metrics.offsets_committed.inc()
+        self._pending.clear()
+        self.commit_policy.committed()
+
+    def _revoked(self, revoked: set[TopicPartition]) -> None:
+        self._commit()
+        self._assigned -= set(revoked)
+        for tp in revoked:
+            self._pending.pop(tp, None)
+
+    def _assigned_now(self, assigned: set[TopicPartition]) -> None:
+        self._assigned |= set(assigned)
+
+
+class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, worker: KafkaWorker) -> None:
+        self.worker = worker
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        self.worker._revoked(set(revoked))
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        self.worker._assigned_now(set(assigned))

@@ -1,0 +1,67 @@
+"""Read a change log in the corpus format (``shared/corpora/README.md``) as ChangeEvents.
+
+One JSON object per line (optionally gzip-compressed): ``seq``, ``document_id``,
+``path``, ``action``, ``version``, ``changed_at``, ``commit`` and, for upserts,
+``content``. The event id is derived from the log (``<name>:<seq>``), so a
+replay of the same log publishes the same ids.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import IO
+
+import pydantic
+
+from events.model import Action, ChangeEvent, EventMetadata
+
+
+class ChangeLogError(ValueError):
+    """A line of a change log is not a valid change; names the file and line."""
+
+
+def _open(path: Path) -> IO[str]:
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open("r", encoding="utf-8")
+
+
+def event_from_line(record: dict[str, object], source: str) -> ChangeEvent:
+    action = Action(str(record["action"]))
+    path = record.get("path")
+    return ChangeEvent(
+        event_id=f"{source}:{record['seq']}",
+        document_id=str(record["document_id"]),
+        action=action,
+        version=int(str(record["version"])),
+        changed_at=datetime.fromisoformat(str(record["changed_at"]).replace("Z", "+00:00")),
+        content_type="text/markdown" if action is Action.UPSERT else None,
+        content=str(record["content"]) if action is Action.UPSERT else None,
+        metadata=EventMetadata(source_path=str(path) if path is not None else None),
+    )
+
+
+def read_changelog(path: str | Path) -> Iterator[ChangeEvent]:
+    """Yield the changes of the log in order; raise ``ChangeLogError`` on a bad line."""
+    path = Path(path)
+    source = path.name.removesuffix(".gz").removesuffix(".jsonl")
+    with _open(path) as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                if not isinstance(record, dict):
+                    raise TypeError(f"expected an object, got {type(record).__name__}")
+                yield event_from_line(record, source)
+            except (ValueError, KeyError, TypeError, pydantic.ValidationError) as exc:
+                raise ChangeLogError(f"{path}:{number}: not a valid change: {exc}") from exc
+
+
+def count_lines(path: str | Path) -> int:
+    with _open(Path(path)) as lines:
+        return sum(1 for line in lines if line.strip())

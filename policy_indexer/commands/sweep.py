@@ -1,0 +1,41 @@
+"""``policy-indexer sweep``: find and delete leftover chunk versions across the index."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import click
+
+from deleter.sweep import sweep as run_sweep
+from policy_indexer.commands.run import open_store
+from policy_indexer.settings import Settings
+from store.errors import StoreError
+
+
+@click.command()
+@click.option("--dry-run", is_flag=True, help="Report leftovers without deleting them.")
+@click.option("--grace-seconds", type=float, default=None,
+              help="Leave chunks younger than this above their document's state "
+                   "(default: settings.sweep_grace_seconds).")
+@click.pass_obj
+def sweep(settings: Settings, dry_run: bool, grace_seconds: float | None) -> None:
+    """Delete chunks whose version is not their document's current one."""
+    grace = settings.sweep_grace_seconds if grace_seconds is None else grace_seconds
+    store = open_store(settings)
+    try:
+        report = run_sweep(store, grace=timedelta(seconds=grace), dry_run=dry_run)
+    except StoreError as exc:
+        raise click.ClickException(f"sweep failed: {exc}") from exc
+    finally:
+        store.close()
+    verb = "would delete" if dry_run else "deleted"
+    click.echo(f"examined {report.examined} chunks in {store.names.chunks!r}")
+    if not report.total_leftovers:
+        click.echo("no leftovers: nothing to do")
+    for reason, count in sorted(report.leftovers.items()):
+        click.echo(f"  {reason}: {count}")
+    for sample in report.samples:
+        click.echo(f"    {sample}")
+    if report.kept_in_grace:
+        click.echo(f"kept {report.kept_in_grace} chunks younger than the grace period ({grace:g}s)")
+    click.echo(f"{verb} {report.total_leftovers if dry_run else report.deleted} chunks")

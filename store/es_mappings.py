@@ -1,0 +1,81 @@
+"""The index templates the project owns: one for chunks, one for document states.
+
+Every field of ``chunker.model.Chunk`` has an explicit mapping (a unit test
+checks none is missing). ``dynamic: false`` keeps a field added to the chunk
+model later from turning every write into a rejection: it is stored but not
+searchable until it is mapped here. The minimal Elasticsearch distribution has
+no language analyzers, so text fields use ``standard``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+KEYWORD: dict[str, Any] = {"type": "keyword"}
+DATE: dict[str, Any] = {"type": "date"}
+TEXT: dict[str, Any] = {"type": "text", "analyzer": "standard"}
+
+CHUNK_PROPERTIES: dict[str, Any] = {
+    "chunk_id": KEYWORD,
+    "document_id": KEYWORD,
+    "version": {"type": "long"},
+    "section": KEYWORD,
+    "ordinal": {"type": "integer"},
+    "heading_path": {
+        "type": "text",
+        "analyzer": "standard",
+        "fields": {"keyword": {"type": "keyword", "ignore_above": 1024}},
+    },
+    "text": TEXT,
+    "embed_text": TEXT,
+    "char_start": {"type": "integer"},
+    "char_end": {"type": "integer"},
+    "token_count": {"type": "integer"},
+    "part": {"type": "integer"},
+    "parts": {"type": "integer"},
+    "neighbours": {
+        "properties": {"previous": KEYWORD, "next": KEYWORD, "related": KEYWORD},
+    },
+    "metadata": {
+        "properties": {
+            "title": {**TEXT, "fields": {"keyword": {"type": "keyword", "ignore_above": 1024}}},
+            "scope": KEYWORD,
+            "valid_from": DATE,
+            "valid_to": DATE,
+            "effective_date": DATE,
+            # No ignore_above: a permission label silently left out of the
+            # index would make a restricted chunk look unrestricted.
+            "access_labels": KEYWORD,
+            "keywords": KEYWORD,
+            "source_path": KEYWORD,
+        },
+    },
+    "content_type": KEYWORD,
+    "changed_at": DATE,
+    # Set by the store, not the chunker: when this chunk was written.
+    "indexed_at": DATE,
+}
+
+STATE_PROPERTIES: dict[str, Any] = {
+    "document_id": KEYWORD,
+    "version": {"type": "long"},
+    "changed_at": DATE,
+    "indexed_at": DATE,
+    "chunk_ids": KEYWORD,
+    "superseded_chunk_ids": KEYWORD,
+    "content_hash": KEYWORD,
+    "deleted": {"type": "boolean"},
+    "tombstone_version": {"type": "long"},
+}
+
+
+def template_body(pattern: str, properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "index_patterns": [pattern],
+        "priority": 200,
+        "template": {
+            "settings": {"number_of_shards": 1, "number_of_replicas": 0},
+            "mappings": {"dynamic": False, "properties": properties},
+        },
+        "_meta": {"owner": "policy-indexer", "description": "managed by store/es_mappings.py"},
+    }

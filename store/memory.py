@@ -1,0 +1,100 @@
+"""An in-memory store with the same contract as the Elasticsearch one (tests, fakes)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+
+from chunker.model import Chunk
+from store.base import MAX_KEYWORD_BYTES
+from store.errors import RejectedDocumentError
+from store.model import ChunkRef, DocumentState
+
+
+def keyword_too_long(chunk: Chunk) -> str | None:
+    """The first keyword value of the chunk that no store accepts, if any."""
+    keywords = [
+        chunk.chunk_id,
+        chunk.document_id,
+        chunk.section,
+        *chunk.metadata.access_labels,
+        *chunk.metadata.scope,
+        *chunk.metadata.keywords,
+    ]
+    for value in keywords:
+        if len(value.encode("utf-8")) > MAX_KEYWORD_BYTES:
+            return value
+    return None
+
+
+class InMemoryStore:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.chunks: dict[str, tuple[Chunk, datetime]] = {}
+        self.states: dict[str, DocumentState] = {}
+
+    def ensure_ready(self) -> None:
+        return None
+
+    def get_state(self, document_id: str) -> DocumentState | None:
+        with self._lock:
+            return self.states.get(document_id)
+
+    def put_state(self, state: DocumentState) -> bool:
+        with self._lock:
+            stored = self.states.get(state.document_id)
+            if stored is not None and stored.version > state.version:
+                return False
+            self.states[state.document_id] = state
+            return True
+
+    def write_chunks(self, chunks: Sequence[Chunk]) -> int:
+        now = datetime.now(UTC)
+        refused: list[str] = []
+        with self._lock:
+            for chunk in chunks:
+                bad = keyword_too_long(chunk)
+                if bad is not None:
+                    refused.append(chunk.chunk_id)
+                    continue
+                self.chunks[chunk.chunk_id] = (chunk, now)
+        if refused:
+            raise RejectedDocumentError(
+                f"keyword longer than {MAX_KEYWORD_BYTES} bytes in chunks {refused}",
+                item_ids=tuple(refused),
+            )
+        return len(chunks)
+
+    def delete_chunks(self, chunk_ids: Iterable[str]) -> int:
+        with self._lock:
+            return sum(self.chunks.pop(cid, None) is not None for cid in chunk_ids)
+
+    def find_chunks(
+        self, document_id: str, *, below_version: int | None = None
+    ) -> Iterator[ChunkRef]:
+        return iter(
+            [
+                ref
+                for ref in self.iter_chunks()
+                if ref.document_id == document_id
+                and (below_version is None or ref.version < below_version)
+            ]
+        )
+
+    def iter_chunks(self) -> Iterator[ChunkRef]:
+        with self._lock:
+            items = sorted(self.chunks.items())
+        return iter(
+            [ChunkRef(cid, c.document_id, c.version, at) for cid, (c, at) in items]
+        )
+
+    def iter_states(self) -> Iterator[DocumentState]:
+        with self._lock:
+            return iter(sorted(self.states.values(), key=lambda s: s.document_id))
+
+    def refresh(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,73 @@
+"""The thinnest slice: change events from real Kafka become searchable chunks in real ES."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+from prometheus_client import CollectorRegistry
+from support.chunks import fake_chunker
+from support.kafka_helpers import publish_events, wait_for_lag_zero
+
+from consumers.commit_policy import CommitPolicy
+from consumers.processor import EventProcessor
+from consumers.transport import delete_topics, ensure_topics, make_consumer, make_producer
+from consumers.worker import KafkaDeadLetterSink, KafkaWorker
+from events.model import Action, ChangeEvent
+from metrics.definitions import WorkerMetrics
+from store.elasticsearch import ElasticsearchStore
+
+pytestmark = pytest.mark.services
+
+
+@pytest.fixture
+def es_store(elasticsearch_url: str, unique: str) -> Iterator[ElasticsearchStore]:
+    store = ElasticsearchStore.connect(elasticsearch_url, unique)
+    store.ensure_ready()
+    yield store
+    store.delete_everything()
+    store.close()
+
+
+def test_an_event_from_kafka_becomes_a_searchable_chunk(
+    kafka_bootstrap: str, es_store: ElasticsearchStore, unique: str
+) -> None:
+    topic, dlq, group = f"{unique}-changes", f"{unique}-dlq", f"{unique}-group"
+    ensure_topics(kafka_bootstrap, [topic, dlq], partitions=2)
+    registry = CollectorRegistry()
+    metrics = WorkerMetrics.create(registry)
+    producer = make_producer(kafka_bootstrap)
+    worker = KafkaWorker(
+        make_consumer(kafka_bootstrap, group),
+        topic,
+        EventProcessor(es_store, chunk=fake_chunker),
+        KafkaDeadLetterSink(producer, dlq),
+        metrics=metrics,
+        commit=CommitPolicy(max_records=1, max_interval_s=0.2),
+    )
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        when = datetime(2024, 3, 1, tzinfo=UTC)
+        publish_events(kafka_bootstrap, topic, [
+            ChangeEvent(event_id="e1", document_id="refund", action=Action.UPSERT, version=1,
+                        changed_at=when, content_type="text/markdown",
+                        content="Refunds within thirty days\n\nExceptions apply"),
+            ChangeEvent(event_id="e2", document_id="refund", action=Action.UPSERT, version=2,
+                        changed_at=when, content_type="text/markdown",
+                        content="Refunds within sixty days"),
+        ])
+        wait_for_lag_zero(kafka_bootstrap, group, topic, timeout_s=60)
+    finally:
+        worker.request_stop()
+        thread.join(timeout=30)
+        producer.close()
+        delete_topics(kafka_bootstrap, [topic, dlq])
+    assert not thread.is_alive()
+    es_store.refresh()
+    hits = es_store.client.search(index=es_store.names.chunks, query={"match": {"text": "sixty"}})
+    assert [h["_id"] for h in hits["hits"]["hits"]] == ["refund@v2#refunds"]
+    assert [r.chunk_id for r in es_store.iter_chunks()] == ["refund@v2#refunds"]
+    assert registry.get_sample_value("policy_indexer_events_total", {"outcome": "indexed"}) == 2

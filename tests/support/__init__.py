@@ -1,0 +1,1 @@
+"""Helpers shared by tests: store factories, chunk builders, the index equality check."""

@@ -1,0 +1,42 @@
+"""Store factories for the contract suite: each yields a fresh, empty, ready store.
+
+The embedded SQLite store (issue 8) joins by adding a factory to ``STORE_FACTORIES``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from store.base import Store
+from store.elasticsearch import ElasticsearchStore
+from store.memory import InMemoryStore
+
+
+@contextlib.contextmanager
+def memory_store(_request: pytest.FixtureRequest) -> Iterator[Store]:
+    yield InMemoryStore()
+
+
+@contextlib.contextmanager
+def elasticsearch_store(request: pytest.FixtureRequest) -> Iterator[Store]:
+    url = request.getfixturevalue("elasticsearch_url")
+    store = ElasticsearchStore.connect(url, f"t{uuid.uuid4().hex[:12]}")
+    store.bulk_max_actions = 7  # several bulk requests even in small tests
+    store.ensure_ready()
+    try:
+        yield store
+    finally:
+        store.delete_everything()
+        store.close()
+
+
+StoreFactory = Callable[[pytest.FixtureRequest], contextlib.AbstractContextManager[Store]]
+
+STORE_FACTORIES: list[object] = [
+    pytest.param(memory_store, id="memory"),
+    pytest.param(elasticsearch_store, id="elasticsearch", marks=pytest.mark.services),
+]

@@ -1,0 +1,154 @@
+"""The seven steps on the in-memory store, with a stand-in chunker."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from support.chunks import fake_chunker
+
+from consumers.errors import PoisonEvent
+from consumers.processor import EventProcessor, Outcome, parse_event
+from events.model import Action, ChangeEvent, EventMetadata
+from store.base import MAX_KEYWORD_BYTES
+from store.memory import InMemoryStore
+
+
+def upsert(doc: str, version: int, content: str, **meta: object) -> ChangeEvent:
+    return ChangeEvent(
+        event_id=f"{doc}-{version}", document_id=doc, action=Action.UPSERT, version=version,
+        changed_at=datetime(2024, 1, version, tzinfo=UTC), content_type="text/markdown",
+        content=content, metadata=EventMetadata(**meta),  # type: ignore[arg-type]
+    )
+
+
+def delete(doc: str, version: int) -> ChangeEvent:
+    return ChangeEvent(
+        event_id=f"{doc}-{version}", document_id=doc, action=Action.DELETE, version=version,
+        changed_at=datetime(2024, 1, version, tzinfo=UTC),
+    )
+
+
+@pytest.fixture
+def store() -> InMemoryStore:
+    return InMemoryStore()
+
+
+@pytest.fixture
+def proc(store: InMemoryStore) -> EventProcessor:
+    return EventProcessor(store, chunk=fake_chunker)
+
+
+def chunk_ids(store: InMemoryStore) -> list[str]:
+    return sorted(store.chunks)
+
+
+def test_a_new_version_replaces_the_old_chunks(store: InMemoryStore, proc: EventProcessor) -> None:
+    assert proc.handle(upsert("refund", 1, "alpha one\n\nbeta two")) is Outcome.INDEXED
+    assert proc.handle(upsert("refund", 2, "alpha changed\n\ngamma new")) is Outcome.INDEXED
+    assert chunk_ids(store) == ["refund@v2#alpha", "refund@v2#gamma"]
+    state = store.get_state("refund")
+    assert state is not None and state.version == 2
+    assert state.chunk_ids == ("refund@v2#alpha", "refund@v2#gamma")
+    assert state.superseded_chunk_ids == ("refund@v1#alpha", "refund@v1#beta")
+
+
+def test_older_and_equal_versions_are_skipped(store: InMemoryStore, proc: EventProcessor) -> None:
+    proc.handle(upsert("d", 3, "alpha three"))
+    assert proc.handle(upsert("d", 2, "alpha two")) is Outcome.SKIPPED_STALE
+    assert proc.handle(upsert("d", 3, "alpha three")) is Outcome.SKIPPED_DUPLICATE
+    assert chunk_ids(store) == ["d@v3#alpha"]
+
+
+def test_a_delete_leaves_a_tombstone_that_a_late_upsert_cannot_pass(
+    store: InMemoryStore, proc: EventProcessor
+) -> None:
+    proc.handle(upsert("d", 1, "alpha"))
+    assert proc.handle(delete("d", 2)) is Outcome.DELETED
+    assert chunk_ids(store) == []
+    assert proc.handle(upsert("d", 1, "alpha")) is Outcome.SKIPPED_STALE
+    assert chunk_ids(store) == []
+    assert proc.handle(upsert("d", 3, "back again")) is Outcome.INDEXED
+    assert chunk_ids(store) == ["d@v3#back"]
+
+
+def test_redelivery_finishes_an_interrupted_delete_step(store: InMemoryStore) -> None:
+    def crash(step: str) -> None:
+        if step == "after-state-write":
+            raise KeyboardInterrupt  # stands for a crash between state write and delete step
+
+    EventProcessor(store, chunk=fake_chunker).handle(upsert("d", 1, "alpha"))
+    with pytest.raises(KeyboardInterrupt):
+        EventProcessor(store, chunk=fake_chunker, checkpoint=crash).handle(upsert("d", 2, "beta"))
+    assert chunk_ids(store) == ["d@v1#alpha", "d@v2#beta"]
+    outcome = EventProcessor(store, chunk=fake_chunker).handle(upsert("d", 2, "beta"))
+    assert outcome is Outcome.SKIPPED_DUPLICATE
+    assert chunk_ids(store) == ["d@v2#beta"]
+
+
+def test_losing_a_race_to_a_newer_version_removes_what_was_written(store: InMemoryStore) -> None:
+    class Racing(InMemoryStore):
+        raced = False
+
+        def write_chunks(self, chunks):  # type: ignore[no-untyped-def]
+            written = super().write_chunks(chunks)
+            if not self.raced:  # another worker indexes v5 while this one writes v4
+                self.raced = True
+                EventProcessor(self, chunk=fake_chunker).handle(upsert("d", 5, "newer"))
+            return written
+
+    racing = Racing()
+    outcome = EventProcessor(racing, chunk=fake_chunker).handle(upsert("d", 4, "older"))
+    assert outcome is Outcome.SKIPPED_STALE
+    assert sorted(racing.chunks) == ["d@v5#newer"]
+
+
+def test_unchanged_content_at_a_new_version_is_counted_and_rewritten(store: InMemoryStore) -> None:
+    seen: list[int] = []
+    proc = EventProcessor(store, chunk=fake_chunker, on_unchanged=lambda: seen.append(1))
+    proc.handle(upsert("d", 1, "alpha"))
+    proc.handle(upsert("d", 2, "alpha"))
+    proc.handle(upsert("d", 3, "alpha", title="now with a title"))
+    assert seen == [1]
+    assert chunk_ids(store) == ["d@v3#alpha"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (b"not json {", "not_json"),
+        (None, "not_json"),
+        (b'{"event_id": "x"}', "schema"),
+        (b'{"event_id":"x","document_id":"a#b","action":"delete","version":1,'
+         b'"changed_at":"2024-01-01T00:00:00Z"}', "schema"),
+        (b'{"event_id":"x","document_id":"a","action":"upsert","version":1,'
+         b'"changed_at":"2024-01-01T00:00:00Z"}', "schema"),
+    ],
+)
+def test_bad_bytes_are_poison_with_a_reason(raw: bytes | None, reason: str) -> None:
+    with pytest.raises(PoisonEvent) as caught:
+        parse_event(raw)
+    assert caught.value.reason == reason
+
+
+def test_a_chunker_error_is_poison_and_changes_nothing(
+    store: InMemoryStore, proc: EventProcessor
+) -> None:
+    proc.handle(upsert("d", 1, "alpha"))
+    with pytest.raises(PoisonEvent) as caught:
+        proc.handle(upsert("d", 2, "beta\n\nBOOM"))
+    assert caught.value.reason == "chunker"
+    assert chunk_ids(store) == ["d@v1#alpha"]
+    state = store.get_state("d")
+    assert state is not None and state.version == 1
+
+
+def test_a_document_the_store_rejects_is_poison_and_changes_nothing(
+    store: InMemoryStore, proc: EventProcessor
+) -> None:
+    proc.handle(upsert("d", 1, "alpha"))
+    huge = "L" * (MAX_KEYWORD_BYTES + 10)
+    with pytest.raises(PoisonEvent) as caught:
+        proc.handle(upsert("d", 2, "alpha\n\nbeta", access_labels=[huge]))
+    assert caught.value.reason == "rejected"
+    assert chunk_ids(store) == ["d@v1#alpha"]

@@ -73,3 +73,21 @@ class Settings(BaseSettings):
         description="Test only: 'step:n' makes the worker SIGKILL itself the n-th time it "
         "reaches step (after-chunk-write, after-state-write, after-delete-step, after-commit).",
     )
+
+    # Webhook receiver (issue 5) ------------------------------------------
+    webhook_host: str = "127.0.0.1"
+    webhook_port: int = Field(8080, ge=0, le=65535)
+    webhook_secrets: list[SecretStr] = Field(
+        default_factory=list,
+        max_length=2,
+        description="HMAC-SHA256 secrets as a JSON list, at least 16 bytes each: one, or two "
+        'while rotating (POLICY_INDEXER_WEBHOOK_SECRETS=\'["new...", "old..."]\').',
+    )
+    webhook_timestamp_tolerance_seconds: float = Field(
+        300.0, gt=0, description="A signature older or newer than this is refused (replays)."
+    )
+    webhook_max_body_bytes: int = Field(10 * 1024 * 1024, ge=1024)
+    webhook_publish_timeout_seconds: float = Field(
+        5.0, gt=0, le=120, description="How long a request waits for Kafka's acks=all before 503."
+    )
+    webhook_retry_after_seconds: int = Field(5, ge=1, description="Retry-After sent with a 503.")

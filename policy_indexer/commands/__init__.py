@@ -8,5 +8,6 @@ from policy_indexer.commands.config import config
 from policy_indexer.commands.replay import replay
 from policy_indexer.commands.run import run
 from policy_indexer.commands.sweep import sweep
+from policy_indexer.commands.webhook import webhook
 
-REGISTERED: list[click.Command] = [config, run, replay, sweep]
+REGISTERED: list[click.Command] = [config, run, webhook, replay, sweep]

@@ -1,0 +1,11 @@
+"""Fixtures for the receiver's unit tests."""
+
+from __future__ import annotations
+
+import pytest
+from support.webhooks import MemoryPublisher
+
+
+@pytest.fixture
+def publisher() -> MemoryPublisher:
+    return MemoryPublisher()

@@ -1,0 +1,100 @@
+"""The ASGI app: ``POST /webhooks/cms``, ``GET /healthz``, ``GET /readyz``, ``GET /metrics``.
+
+``create_app`` takes everything it uses (config, publisher, metrics registry),
+so tests and the bench build it with their own; nothing is global.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import anyio
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from transport.publisher import EventPublisher
+from webhooks.config import WebhookConfig
+from webhooks.metrics import WebhookMetrics
+from webhooks.receiver import CmsWebhookReceiver
+
+CMS_ROUTE = "/webhooks/cms"
+
+
+def create_app(
+    config: WebhookConfig,
+    publisher: EventPublisher,
+    registry: CollectorRegistry,
+    *,
+    clock: Callable[[], float] = time.time,
+    extra_routes: list[Route] | None = None,
+) -> Starlette:
+    """Build the receiver; ``extra_routes`` lets the bench add its ceiling endpoint."""
+    metrics = WebhookMetrics.create(registry)
+    receiver = CmsWebhookReceiver(config, publisher, metrics, clock)
+
+    async def healthz(_: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(_: Request) -> JSONResponse:
+        if await anyio.to_thread.run_sync(publisher.ready):
+            return JSONResponse({"status": "ready"})
+        return JSONResponse({"status": "unavailable", "detail": "cannot reach the queue"},
+                            status_code=503)
+
+    async def metrics_endpoint(_: Request) -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        # Connect to Kafka early, without holding up startup when it is down.
+        threading.Thread(target=publisher.ready, name="publisher-warm-up", daemon=True).start()
+        yield
+
+    routes = [
+        Route(CMS_ROUTE, receiver.handle, methods=["POST"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
+        *(extra_routes or []),
+    ]
+    known = frozenset(r.path for r in routes)
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[Middleware(RequestCounter, metrics=metrics, known_routes=known)],
+    )
+
+
+class RequestCounter:
+    """Counts every answered request by route (``other`` for unknown paths) and status."""
+
+    def __init__(self, app: ASGIApp, metrics: WebhookMetrics, known_routes: frozenset[str]):
+        self._app = app
+        self._metrics = metrics
+        self._known = known_routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        status = 500
+
+        async def record_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        route = scope["path"] if scope["path"] in self._known else "other"
+        try:
+            await self._app(scope, receive, record_status)
+        finally:
+            self._metrics.requests.labels(route, str(status)).inc()

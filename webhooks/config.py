@@ -1,0 +1,34 @@
+"""What the receiver needs to know, as plain values (the command builds it from settings)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MIN_SECRET_BYTES = 16
+
+
+@dataclass(frozen=True)
+class WebhookConfig:
+    secrets: tuple[bytes, ...]
+    timestamp_tolerance_seconds: float = 300.0
+    max_body_bytes: int = 10 * 1024 * 1024
+    retry_after_seconds: int = 5
+    # Publishes waiting for Kafka at once; beyond it the receiver answers 503 at once.
+    max_pending_publishes: int = 64
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.secrets) <= 2:
+            raise ValueError(
+                f"webhook secrets: need 1 or 2 (2 during a rotation), got {len(self.secrets)}"
+            )
+        for index, secret in enumerate(self.secrets):
+            if len(secret) < MIN_SECRET_BYTES:
+                raise ValueError(
+                    f"webhook secret #{index + 1} is {len(secret)} bytes; "
+                    f"need at least {MIN_SECRET_BYTES}"
+                )
+        if self.max_body_bytes < 1:
+            raise ValueError(f"max_body_bytes={self.max_body_bytes} must be positive")
+        if self.max_pending_publishes < 1:
+            raise ValueError(f"max_pending_publishes={self.max_pending_publishes} must be positive")
+

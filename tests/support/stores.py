@@ -14,6 +14,7 @@ import pytest
 from store.base import Store
 from store.elasticsearch import ElasticsearchStore
 from store.memory import InMemoryStore
+from store.sqlite import SQLiteStore
 
 
 @contextlib.contextmanager
@@ -34,9 +35,21 @@ def elasticsearch_store(request: pytest.FixtureRequest) -> Iterator[Store]:
         store.close()
 
 
+@contextlib.contextmanager
+def sqlite_store(request: pytest.FixtureRequest) -> Iterator[Store]:
+    tmp_path = request.getfixturevalue("tmp_path")
+    store = SQLiteStore(tmp_path / "index.sqlite3")
+    store.ensure_ready()
+    try:
+        yield store
+    finally:
+        store.close()
+
+
 StoreFactory = Callable[[pytest.FixtureRequest], contextlib.AbstractContextManager[Store]]
 
 STORE_FACTORIES: list[object] = [
     pytest.param(memory_store, id="memory"),
     pytest.param(elasticsearch_store, id="elasticsearch", marks=pytest.mark.services),
+    pytest.param(sqlite_store, id="sqlite"),
 ]

@@ -1,0 +1,261 @@
+"""The embedded store: chunks, document states and FTS5 keyword search in one SQLite file.
+
+Standard library only (``sqlite3``), WAL mode so readers never wait for the
+writer. One connection per store, shared by threads under a lock; every write
+is one ``BEGIN IMMEDIATE`` transaction, so a SIGKILL leaves either all of a
+call's rows or none. A busy database (another process writing) surfaces as
+``TransientStoreError`` and the worker retries; a file that is not a database
+(or a newer schema) as ``StoreSetupError``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from chunker.model import Chunk
+from store.base import MAX_KEYWORD_BYTES
+from store.errors import RejectedDocumentError, StoreError, StoreSetupError, TransientStoreError
+from store.memory import keyword_too_long
+from store.model import ChunkRef, DocumentState
+from store.search import SearchHit, SearchQueryError, fts5_match
+from store.sqlite_schema import (
+    GET_STATE,
+    LIST_STATES,
+    PUT_STATE,
+    SCHEMA,
+    SCHEMA_VERSION,
+    SEARCH,
+    UPSERT_CHUNK,
+)
+
+_PAGE = 1000
+MAX_SEARCH_LIMIT = 1000
+
+
+def connect(path: str | Path, *, busy_timeout_s: float = 5.0) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), WAL journal."""
+    conn = sqlite3.connect(
+        str(path), timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+    )
+    conn.execute("PRAGMA journal_mode=WAL")
+    # NORMAL is durable against a process crash (SIGKILL); only a power cut can
+    # lose the last commits, which redelivery then repairs.
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+def translate(what: str, exc: sqlite3.Error) -> StoreError:
+    message = f"{what}: SQLite: {exc}"
+    if isinstance(exc, sqlite3.OperationalError) and (
+        "locked" in str(exc) or "busy" in str(exc)
+    ):
+        return TransientStoreError(message)
+    return StoreError(message)
+
+
+class SQLiteStore:
+    """Implements ``store.base.Store``; also ``search`` and ``close``."""
+
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = 5.0) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        try:
+            if self.path.parent != Path():
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = connect(self.path, busy_timeout_s=busy_timeout_s)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreSetupError(
+                f"cannot open the SQLite store at {str(self.path)!r}: {exc}"
+            ) from exc
+
+    # -- plumbing ----------------------------------------------------------
+    def _write(self, what: str, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[int]:
+        """Run the statements in one transaction; returns each one's changed rows."""
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    counts = [self._conn.execute(sql, args).rowcount for sql, args in statements]
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise translate(what, exc) from exc
+        return counts
+
+    def _read(self, what: str, sql: str, args: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, args).fetchall()
+            except sqlite3.Error as exc:
+                raise translate(what, exc) from exc
+
+    # -- set-up ------------------------------------------------------------
+    def ensure_ready(self) -> None:
+        with self._lock:
+            try:
+                self._conn.executescript(SCHEMA)
+                self._conn.execute(
+                    "INSERT OR IGNORE INTO store_meta(key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+                row = self._conn.execute(
+                    "SELECT value FROM store_meta WHERE key = 'schema_version'"
+                ).fetchone()
+            except sqlite3.Error as exc:
+                raise StoreSetupError(
+                    f"cannot create the tables in {str(self.path)!r}: {exc}"
+                ) from exc
+        if row is None or int(row[0]) > SCHEMA_VERSION:
+            raise StoreSetupError(
+                f"{str(self.path)!r} has schema_version={row and row[0]!r}; "
+                f"this program knows up to {SCHEMA_VERSION}"
+            )
+
+    # -- document states ---------------------------------------------------
+    def get_state(self, document_id: str) -> DocumentState | None:
+        rows = self._read(
+            f"get state of {document_id!r}",
+            GET_STATE,
+            (document_id,),
+        )
+        return _state_from_row(rows[0]) if rows else None
+
+    def put_state(self, state: DocumentState) -> bool:
+        args = (
+            state.document_id, state.version, state.changed_at.isoformat(),
+            state.indexed_at.isoformat(), json.dumps(list(state.chunk_ids)),
+            json.dumps(list(state.superseded_chunk_ids)), state.content_hash, int(state.deleted),
+        )
+        (changed,) = self._write(f"put state of {state.document_id!r}", [(PUT_STATE, args)])
+        return changed == 1
+
+    def iter_states(self) -> Iterator[DocumentState]:
+        after = ""
+        while True:
+            rows = self._read(
+                "list states",
+                LIST_STATES,
+                (after, _PAGE),
+            )
+            yield from (_state_from_row(r) for r in rows)
+            if len(rows) < _PAGE:
+                return
+            after = rows[-1][0]
+
+    # -- chunks ------------------------------------------------------------
+    def write_chunks(self, chunks: Sequence[Chunk]) -> int:
+        indexed_at = datetime.now(UTC).isoformat()
+        refused = [c.chunk_id for c in chunks if keyword_too_long(c) is not None]
+        rows = [
+            (UPSERT_CHUNK, (
+                c.chunk_id, c.document_id, c.version, indexed_at,
+                json.dumps(c.metadata.access_labels), c.embed_text, c.model_dump_json(),
+            ))
+            for c in chunks
+            if c.chunk_id not in refused
+        ]
+        if rows:
+            self._write("write chunks", rows)
+        if refused:
+            raise RejectedDocumentError(
+                f"keyword longer than {MAX_KEYWORD_BYTES} bytes in chunks {refused[:3]}",
+                item_ids=tuple(refused),
+            )
+        return len(rows)
+
+    def delete_chunks(self, chunk_ids: Iterable[str]) -> int:
+        unique = list(dict.fromkeys(chunk_ids))
+        if not unique:
+            return 0
+        counts = self._write(
+            "delete chunks", [("DELETE FROM chunks WHERE chunk_id = ?", (cid,)) for cid in unique]
+        )
+        return sum(counts)
+
+    def find_chunks(
+        self, document_id: str, *, below_version: int | None = None
+    ) -> Iterator[ChunkRef]:
+        rows = self._read(
+            f"find chunks of {document_id!r}",
+            "SELECT chunk_id, document_id, version, indexed_at FROM chunks "
+            "WHERE document_id = ? AND version < ? ORDER BY chunk_id",
+            (document_id, below_version if below_version is not None else 2**63 - 1),
+        )
+        return iter([_ref_from_row(r) for r in rows])
+
+    def iter_chunks(self) -> Iterator[ChunkRef]:
+        after = ""
+        while True:
+            rows = self._read(
+                "list chunks",
+                "SELECT chunk_id, document_id, version, indexed_at FROM chunks "
+                "WHERE chunk_id > ? ORDER BY chunk_id LIMIT ?",
+                (after, _PAGE),
+            )
+            yield from (_ref_from_row(r) for r in rows)
+            if len(rows) < _PAGE:
+                return
+            after = rows[-1][0]
+
+    def count_chunks(self) -> dict[str, int]:
+        """Chunks present per document (status, reconcile)."""
+        rows = self._read(
+            "count chunks", "SELECT document_id, count(*) FROM chunks GROUP BY document_id"
+        )
+        return {doc: int(n) for doc, n in rows}
+
+    # -- search ------------------------------------------------------------
+    def search(
+        self, text: str, *, access_labels: Sequence[str], limit: int = 10
+    ) -> list[SearchHit]:
+        """Chunks of current document versions matching any word of ``text``, best first.
+
+        Ranked by BM25 over ``embed_text``; only chunks whose every access label
+        is in ``access_labels`` are considered (see ``store.search``).
+        """
+        if not 1 <= limit <= MAX_SEARCH_LIMIT:
+            raise SearchQueryError(f"limit={limit!r}: must be between 1 and {MAX_SEARCH_LIMIT}")
+        match = fts5_match(text)
+        if match is None:
+            return []
+        rows = self._read(
+            "search",
+            SEARCH,
+            {"match": match, "caller_labels": json.dumps(list(access_labels)), "limit": limit},
+        )
+        return [SearchHit(Chunk.model_validate_json(body), float(score)) for body, score in rows]
+
+    def refresh(self) -> None:
+        return None  # every committed write is visible at once
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def _ref_from_row(row: tuple[str, str, int, str]) -> ChunkRef:
+    chunk_id, document_id, version, indexed_at = row
+    return ChunkRef(chunk_id, document_id, int(version), datetime.fromisoformat(indexed_at))
+
+
+def _state_from_row(row: tuple[Any, ...]) -> DocumentState:
+    doc, version, changed_at, indexed_at, chunk_ids, superseded, digest, deleted = row
+    return DocumentState(
+        document_id=doc,
+        version=int(version),
+        changed_at=datetime.fromisoformat(changed_at),
+        indexed_at=datetime.fromisoformat(indexed_at),
+        chunk_ids=tuple(json.loads(chunk_ids)),
+        content_hash=digest,
+        deleted=bool(deleted),
+        superseded_chunk_ids=tuple(json.loads(superseded)),
+    )

@@ -1,0 +1,119 @@
+"""The embedded store's tables: chunks, their FTS5 index, and document states.
+
+``chunks_fts`` is an external-content FTS5 table over ``chunks.embed_text``,
+kept in step by triggers, so the text is stored once and a chunk write and its
+full-text entry are one transaction. Access labels are a JSON array per chunk;
+the search filters on them inside the SQL (``store.search``).
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS store_meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS chunks (
+    rowid INTEGER PRIMARY KEY,
+    chunk_id TEXT NOT NULL UNIQUE,
+    document_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    indexed_at TEXT NOT NULL,
+    access_labels TEXT NOT NULL,
+    embed_text TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks(document_id, version);
+
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    embed_text,
+    content='chunks',
+    content_rowid='rowid',
+    tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_fts_insert AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, embed_text) VALUES (new.rowid, new.embed_text);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, embed_text)
+        VALUES ('delete', old.rowid, old.embed_text);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_fts_update AFTER UPDATE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, embed_text)
+        VALUES ('delete', old.rowid, old.embed_text);
+    INSERT INTO chunks_fts(rowid, embed_text) VALUES (new.rowid, new.embed_text);
+END;
+
+CREATE TABLE IF NOT EXISTS document_states (
+    document_id TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    changed_at TEXT NOT NULL,
+    indexed_at TEXT NOT NULL,
+    chunk_ids TEXT NOT NULL,
+    superseded_chunk_ids TEXT NOT NULL,
+    content_hash TEXT,
+    deleted INTEGER NOT NULL
+);
+"""
+
+UPSERT_CHUNK = """
+INSERT INTO chunks(chunk_id, document_id, version, indexed_at, access_labels, embed_text, body)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT(chunk_id) DO UPDATE SET
+    document_id = excluded.document_id,
+    version = excluded.version,
+    indexed_at = excluded.indexed_at,
+    access_labels = excluded.access_labels,
+    embed_text = excluded.embed_text,
+    body = excluded.body
+"""
+
+# The version check and the write are one statement: a lower version changes nothing.
+PUT_STATE = """
+INSERT INTO document_states(document_id, version, changed_at, indexed_at, chunk_ids,
+                            superseded_chunk_ids, content_hash, deleted)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT(document_id) DO UPDATE SET
+    version = excluded.version,
+    changed_at = excluded.changed_at,
+    indexed_at = excluded.indexed_at,
+    chunk_ids = excluded.chunk_ids,
+    superseded_chunk_ids = excluded.superseded_chunk_ids,
+    content_hash = excluded.content_hash,
+    deleted = excluded.deleted
+WHERE excluded.version >= document_states.version
+"""
+
+GET_STATE = """
+SELECT document_id, version, changed_at, indexed_at, chunk_ids, superseded_chunk_ids,
+       content_hash, deleted
+FROM document_states WHERE document_id = ?
+"""
+
+LIST_STATES = """
+SELECT document_id, version, changed_at, indexed_at, chunk_ids, superseded_chunk_ids,
+       content_hash, deleted
+FROM document_states WHERE document_id > ? ORDER BY document_id LIMIT ?
+"""
+
+# Only chunks of a document's current, live version are found, so a search never
+# sees a version between its chunk write and its state write, nor an old one
+# the delete step has yet to remove. A chunk is visible to a caller when every
+# label it carries is among the caller's labels (no labels: visible to all).
+SEARCH = """
+SELECT c.body, -bm25(chunks_fts) AS score
+FROM chunks_fts
+JOIN chunks AS c ON c.rowid = chunks_fts.rowid
+JOIN document_states AS s
+  ON s.document_id = c.document_id AND s.version = c.version AND s.deleted = 0
+WHERE chunks_fts MATCH :match
+  AND NOT EXISTS (
+      SELECT 1 FROM json_each(c.access_labels) AS needed
+      WHERE needed.value NOT IN (SELECT value FROM json_each(:caller_labels))
+  )
+ORDER BY bm25(chunks_fts), c.chunk_id
+LIMIT :limit
+"""

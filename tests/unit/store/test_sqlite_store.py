@@ -1,0 +1,127 @@
+"""What the embedded store adds to the contract: one durable file, and keyword search."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from support.chunks import make_chunk
+
+from store.errors import StoreSetupError
+from store.model import DocumentState
+from store.search import SearchQueryError
+from store.sqlite import SQLiteStore
+
+T0 = datetime(2024, 5, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    s = SQLiteStore(tmp_path / "index.sqlite3")
+    s.ensure_ready()
+    yield s
+    s.close()
+
+
+def index(store: SQLiteStore, doc: str, version: int, sections: dict[str, tuple[str, list[str]]],
+          ) -> None:
+    """Write a version's chunks (embed_text, access labels) and make it current."""
+    chunks = [
+        make_chunk(doc, version, name, embed_text=text, metadata={"access_labels": labels})
+        for name, (text, labels) in sections.items()
+    ]
+    store.write_chunks(chunks)
+    store.put_state(DocumentState(doc, version, T0, T0, tuple(c.chunk_id for c in chunks)))
+
+
+def found(store: SQLiteStore, text: str, labels: list[str] | None = None) -> list[str]:
+    return [h.chunk_id for h in store.search(text, access_labels=labels or [], limit=100)]
+
+
+def test_search_ranks_by_bm25_over_embed_text(store: SQLiteStore) -> None:
+    index(store, "refund", 1, {
+        "cards": ("Gift cards are never refunded", []),
+        "window": ("Refunds within thirty days; refunds are paid to the card", []),
+        "shipping": ("Shipping takes five days", []),
+    })
+    hits = store.search("refunds", access_labels=[], limit=10)
+    assert [h.chunk_id for h in hits] == ["refund@v1#window"]  # 'refunded' is another word
+    assert hits[0].score > 0 and hits[0].chunk.text == "text of window v1"
+    # Any word matches; the chunk with both words ranks first.
+    assert found(store, "card days") == ["refund@v1#window", "refund@v1#shipping"]
+
+
+def test_permission_labels_are_enforced_inside_the_query(store: SQLiteStore) -> None:
+    # Ten restricted chunks rank above the one public chunk: a filter applied after a
+    # LIMIT 1 would return nothing; inside the query it returns the public chunk.
+    index(store, "policy", 1, {
+        **{f"r{i}": ("refund refund refund", ["finance"]) for i in range(10)},
+        "public": ("refund", []),
+        "both": ("refund refund", ["finance", "agents"]),
+    })
+    assert [h.chunk_id for h in store.search("refund", access_labels=["agents"], limit=1)] == [
+        "policy@v1#public"
+    ]
+    assert "policy@v1#both" not in found(store, "refund", ["finance"])
+    assert "policy@v1#both" in found(store, "refund", ["finance", "agents"])
+    assert len(store.search("refund", access_labels=["finance"], limit=100)) == 11
+
+
+def test_search_sees_only_the_current_version_of_live_documents(store: SQLiteStore) -> None:
+    index(store, "d", 1, {"a": ("alpha old", [])})
+    index(store, "d", 2, {"a": ("alpha new", [])})  # v1 chunks still there, not yet deleted
+    store.write_chunks([make_chunk("d", 3, "a", embed_text="alpha next")])  # no state yet
+    assert found(store, "alpha") == ["d@v2#a"]
+    store.put_state(DocumentState("d", 4, T0, T0, deleted=True))
+    assert found(store, "alpha") == []
+
+
+@pytest.mark.parametrize("text", ['"', "refund OR", "NEAR(a b)", "a* -b ^c", "col:x", "(((", ""])
+def test_any_text_is_a_literal_query_never_fts5_syntax(store: SQLiteStore, text: str) -> None:
+    index(store, "d", 1, {"a": ("refund col x", [])})
+    assert isinstance(store.search(text, access_labels=[]), list)
+
+
+def test_unicode_words_match_without_diacritics(store: SQLiteStore) -> None:
+    index(store, "tr", 1, {"a": ("Ücretsiz iade süresi", [])})
+    index(store, "fr", 1, {"a": ("Politique de remboursement élargie", [])})
+    assert found(store, "elargie") == ["fr@v1#a"]
+    assert found(store, "ucretsiz") == ["tr@v1#a"]
+
+
+def test_bad_limit_is_a_clear_error(store: SQLiteStore) -> None:
+    with pytest.raises(SearchQueryError, match="limit=0"):
+        store.search("x", access_labels=[], limit=0)
+
+
+def test_everything_survives_closing_and_reopening_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "index.sqlite3"
+    first = SQLiteStore(path)
+    first.ensure_ready()
+    index(first, "d", 2, {"a": ("alpha", ["agents"])})
+    first.close()
+    again = SQLiteStore(path)
+    again.ensure_ready()
+    assert [r.chunk_id for r in again.iter_chunks()] == ["d@v2#a"]
+    state = again.get_state("d")
+    assert state is not None and state.chunk_ids == ("d@v2#a",)
+    assert found(again, "alpha", ["agents"]) == ["d@v2#a"]
+    assert again._read("mode", "PRAGMA journal_mode") == [("wal",)]
+    again.close()
+
+
+def test_a_file_that_is_not_a_database_is_a_setup_error(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite3"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreSetupError, match=r"index\.sqlite3.*not a database"):
+        SQLiteStore(path).ensure_ready()
+
+
+def test_paging_lists_more_than_one_page(store: SQLiteStore) -> None:
+    store.write_chunks([make_chunk(f"d{i:04d}", 1) for i in range(1100)])
+    for i in range(1100):
+        store.put_state(DocumentState(f"d{i:04d}", 1, T0, T0))
+    assert len(list(store.iter_chunks())) == 1100
+    assert len(list(store.iter_states())) == 1100

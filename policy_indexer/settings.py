@@ -91,3 +91,36 @@ class Settings(BaseSettings):
         5.0, gt=0, le=120, description="How long a request waits for Kafka's acks=all before 503."
     )
     webhook_retry_after_seconds: int = Field(5, ge=1, description="Retry-After sent with a 503.")
+
+    # Sources and the freshness monitor (issue 6) ------------------------
+    source_kind: Literal["cms", "folder", "changelog"] | None = Field(
+        None, description="Where the library lives: 'cms' (HTTP JSON API), 'folder', 'changelog'."
+    )
+    source_url: str | None = Field(None, description="cms: base URL of the CMS API.")
+    source_auth_header: SecretStr | None = Field(
+        None, description="cms: one header for every request, 'Authorization: Bearer ...'."
+    )
+    source_path: str | None = Field(None, description="folder: root; changelog: the log file.")
+    source_page_size: int = Field(500, ge=1, le=10_000)
+    source_timeout_seconds: float = Field(10.0, gt=0)
+    monitor_interval_seconds: float = Field(
+        60.0, gt=0, description="How often the monitor lists the source and the index."
+    )
+    monitor_metrics_port: int = Field(9465, ge=0, le=65535, description="Monitor's /metrics.")
+    monitor_max_document_series: int | None = Field(
+        100,
+        ge=0,
+        description="Per-document lag series exported: the N most lagging (None: all).",
+    )
+    freshness_lag_bound_seconds: float = Field(
+        3600.0,
+        gt=0,
+        description="THE lag bound: the max-lag alert fires above it. Exported by the monitor "
+        "as policy_index_lag_bound_seconds, which the alert rule compares against.",
+    )
+    leftover_bound_seconds: float = Field(
+        1800.0,
+        gt=0,
+        description="Leftover versions older than this fire an alert "
+        "(exported as policy_index_leftover_bound_seconds).",
+    )

@@ -1,0 +1,60 @@
+"""Build a source from configuration (``policy_indexer.settings`` hands the values in).
+
+``SourceConfig`` is the edge: it checks that the kind has what it needs (a URL
+for ``cms``, a path for ``folder`` and ``changelog``) and names the missing key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+from sources.base import Source
+from sources.changelog import ChangeLogSource
+from sources.cms import CmsApiSource, parse_header
+from sources.folder import MarkdownFolderSource
+
+SourceKind = Literal["cms", "folder", "changelog"]
+
+
+class SourceConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: SourceKind
+    url: str | None = Field(None, description="cms: base URL of the CMS API.")
+    auth_header: SecretStr | None = Field(
+        None, description="cms: one header sent with every request, 'Name: value'."
+    )
+    path: Path | None = Field(None, description="folder: root folder; changelog: the log file.")
+    page_size: int = Field(500, ge=1, le=10_000)
+    timeout_seconds: float = Field(10.0, gt=0)
+
+    @model_validator(mode="after")
+    def _has_what_the_kind_needs(self) -> Self:
+        if self.kind == "cms" and not self.url:
+            raise ValueError("source kind 'cms' needs source_url")
+        if self.kind in ("folder", "changelog") and self.path is None:
+            raise ValueError(f"source kind {self.kind!r} needs source_path")
+        if self.auth_header is not None:
+            parse_header(self.auth_header.get_secret_value())
+        return self
+
+
+def open_source(config: SourceConfig) -> Source:
+    if config.kind == "cms":
+        headers = (
+            parse_header(config.auth_header.get_secret_value()) if config.auth_header else {}
+        )
+        return CmsApiSource(
+            str(config.url),
+            headers=headers,
+            page_size=config.page_size,
+            timeout_seconds=config.timeout_seconds,
+        )
+    if config.path is None:  # for mypy; the validator already refused this
+        raise ValueError(f"source kind {config.kind!r} needs source_path")
+    if config.kind == "folder":
+        return MarkdownFolderSource(config.path)
+    return ChangeLogSource(config.path)

@@ -1,0 +1,148 @@
+"""A folder of Markdown files (the Git checkout most policy teams keep) as a source.
+
+Each ``*.md`` file below the root is one document. Its id follows the corpus
+rule: the path relative to the root, with ``/`` separators, without ``.md``
+and without a trailing ``/index`` (``refund/index.md`` is ``refund``).
+
+Version and change time come from the YAML front matter when it has them
+(``version: 7``, ``changed_at: 2024-05-01T10:00:00Z``; keys configurable),
+otherwise from the file's modification time: the version is then the
+modification time in whole seconds since the epoch, which grows whenever the
+file is rewritten. Pick one rule per library and keep it: the index compares
+these versions with those of the change events.
+
+A deleted file is simply not listed (a folder keeps no tombstones).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import yaml
+
+from events.model import EventMetadata
+from sources.base import SourceDocument, SourceEntry, parse_changed_at, parse_version
+from sources.errors import DocumentNotFoundError, SourceDataError, SourceUnavailableError
+
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def document_id_for(relative: str) -> str:
+    """``refund/index.md`` -> ``refund``; ``terms/privacy.md`` -> ``terms/privacy``."""
+    stem = relative.removesuffix(".md")
+    if stem == "index":
+        return stem
+    return stem.removesuffix("/index")
+
+
+class MarkdownFolderSource:
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        version_key: str = "version",
+        changed_at_key: str = "changed_at",
+    ) -> None:
+        self.root = Path(root)
+        self.version_key = version_key
+        self.changed_at_key = changed_at_key
+
+    @property
+    def name(self) -> str:
+        return "folder"
+
+    def _files(self) -> Iterator[tuple[str, Path]]:
+        if not self.root.is_dir():
+            raise SourceUnavailableError(f"source folder {self.root} is not a readable folder")
+        def fail(exc: OSError) -> None:
+            raise SourceUnavailableError(f"cannot list {self.root}: {exc}") from exc
+
+        for folder, dirs, files in os.walk(self.root, onerror=fail):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for file_name in sorted(files):
+                if file_name.endswith(".md") and not file_name.startswith("."):
+                    path = Path(folder) / file_name
+                    yield path.relative_to(self.root).as_posix(), path
+
+    def _front_matter(self, text: str, where: str) -> dict[str, object]:
+        match = _FRONT_MATTER.match(text)
+        if match is None:
+            return {}
+        try:
+            data = yaml.load(match.group(1), Loader=_LOADER)  # noqa: S506 (safe loader)
+        except yaml.YAMLError as exc:
+            raise SourceDataError(f"{where}: front matter is not valid YAML: {exc}") from exc
+        return data if isinstance(data, dict) else {}
+
+    def _entry(self, relative: str, path: Path, text: str | None = None) -> SourceEntry:
+        where = str(path)
+        try:
+            if text is None:
+                text = path.read_text(encoding="utf-8")
+            mtime = path.stat().st_mtime
+        except UnicodeDecodeError as exc:
+            raise SourceDataError(f"{where}: not UTF-8 text: {exc}") from exc
+        except OSError as exc:
+            raise SourceUnavailableError(f"cannot read {where}: {exc}") from exc
+        meta = self._front_matter(text, where)
+        raw_version = meta.get(self.version_key)
+        version = int(mtime) if raw_version is None else parse_version(raw_version, where)
+        raw_changed = meta.get(self.changed_at_key)
+        changed_at = (
+            datetime.fromtimestamp(mtime, UTC)
+            if raw_changed is None
+            else parse_changed_at(raw_changed, where)
+        )
+        return SourceEntry(document_id_for(relative), version, changed_at)
+
+    def list_documents(self) -> Iterator[SourceEntry]:
+        seen: dict[str, str] = {}
+        for relative, path in self._files():
+            entry = self._entry(relative, path)
+            if entry.document_id in seen:
+                raise SourceDataError(
+                    f"{path}: document id {entry.document_id!r} is also "
+                    f"{self.root / seen[entry.document_id]}"
+                )
+            seen[entry.document_id] = relative
+            yield entry
+
+    def _path_of(self, document_id: str) -> tuple[str, Path] | None:
+        for relative in (f"{document_id}.md", f"{document_id}/index.md"):
+            path = self.root / relative
+            resolved = path.resolve()
+            if not resolved.is_relative_to(self.root.resolve()):
+                return None  # "../" in an id never leaves the root
+            if path.is_file():
+                return relative, path
+        return None
+
+    def get_document(self, document_id: str) -> SourceDocument:
+        found = self._path_of(document_id)
+        if found is None:
+            raise DocumentNotFoundError(document_id)
+        relative, path = found
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError as exc:
+            raise DocumentNotFoundError(document_id) from exc
+        except UnicodeDecodeError as exc:
+            raise SourceDataError(f"{path}: not UTF-8 text: {exc}") from exc
+        except OSError as exc:
+            raise SourceUnavailableError(f"cannot read {path}: {exc}") from exc
+        entry = self._entry(relative, path, text)
+        return SourceDocument(
+            document_id=document_id,
+            version=entry.version,
+            changed_at=entry.changed_at,
+            content=text,
+            metadata=EventMetadata(source_path=relative),
+        )
+
+    def close(self) -> None:
+        return None

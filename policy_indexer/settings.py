@@ -55,6 +55,9 @@ class Settings(BaseSettings):
     kafka_partitions: int = Field(
         3, ge=1, description="Partitions of the change topic when `run` or `replay` creates it."
     )
+    kafka_session_timeout_ms: int = Field(
+        10000, ge=1000, description="How soon the group notices a dead worker (broker min 6000)."
+    )
     commit_every_records: int = Field(200, ge=1)
     commit_every_seconds: float = Field(1.0, gt=0)
     retry_initial_seconds: float = Field(0.2, gt=0)

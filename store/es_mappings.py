@@ -33,6 +33,9 @@ CHUNK_PROPERTIES: dict[str, Any] = {
     "token_count": {"type": "integer"},
     "part": {"type": "integer"},
     "parts": {"type": "integer"},
+    # Table header rows repeated at the start of ``text``: already searchable there.
+    "repeated_header": {"type": "text", "analyzer": "standard", "index": False},
+    "unsplittable": {"type": "boolean"},
     "neighbours": {
         "properties": {"previous": KEYWORD, "next": KEYWORD, "related": KEYWORD},
     },

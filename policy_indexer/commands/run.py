@@ -78,6 +78,8 @@ def run_worker(settings: Settings, metrics_port: int | None = None) -> None:
         settings.kafka_bootstrap_servers,
         settings.kafka_group_id,
         max_poll_records=settings.commit_every_records,
+        session_timeout_ms=settings.kafka_session_timeout_ms,
+        heartbeat_interval_ms=max(500, settings.kafka_session_timeout_ms // 5),
     )
     processor = EventProcessor(
         store, checkpoint=checkpoint, on_unchanged=metrics.unchanged_content.inc

@@ -1,0 +1,43 @@
+"""Fixtures for the worker's service tests: a unique pipeline, the basecamp change log."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.index_equality import ExpectedIndex, expected_index
+from support.workers import Pipeline
+
+from consumers.transport import delete_topics, ensure_topics
+from events.changelog import read_changelog
+from events.model import ChangeEvent
+from store.elasticsearch import ElasticsearchStore
+
+
+@pytest.fixture
+def pipeline(kafka_bootstrap: str, elasticsearch_url: str, unique: str) -> Iterator[Pipeline]:
+    p = Pipeline(unique, kafka_bootstrap, elasticsearch_url)
+    ensure_topics(kafka_bootstrap, [p.topic, p.dead_letter_topic], partitions=p.partitions)
+    yield p
+    delete_topics(kafka_bootstrap, [p.topic, p.dead_letter_topic])
+    store = ElasticsearchStore.connect(elasticsearch_url, unique)
+    store.delete_everything()
+    store.close()
+
+
+@pytest.fixture
+def pipeline_store(pipeline: Pipeline) -> Iterator[ElasticsearchStore]:
+    store = ElasticsearchStore.connect(pipeline.elasticsearch, pipeline.unique)
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="session")
+def basecamp_events(corpora_dir: Path) -> list[ChangeEvent]:
+    return list(read_changelog(corpora_dir / "basecamp-policies.jsonl"))
+
+
+@pytest.fixture(scope="session")
+def basecamp_expected(basecamp_events: list[ChangeEvent]) -> ExpectedIndex:
+    return expected_index(basecamp_events)

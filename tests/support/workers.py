@@ -1,0 +1,105 @@
+"""Run ``policy-indexer run`` worker processes against unique topics and indices."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CLI = str(Path(sys.executable).with_name("policy-indexer"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Pipeline:
+    """The names one test uses, and the environment its processes get."""
+
+    unique: str
+    kafka: str
+    elasticsearch: str
+    partitions: int = 3
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def topic(self) -> str:
+        return f"{self.unique}-changes"
+
+    @property
+    def dead_letter_topic(self) -> str:
+        return f"{self.unique}-dlq"
+
+    @property
+    def group(self) -> str:
+        return f"{self.unique}-group"
+
+    def env(self, **overrides: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("POLICY_INDEXER_")}
+        env.update({
+            "POLICY_INDEXER_PIPELINE": "kafka",
+            "POLICY_INDEXER_KAFKA_BOOTSTRAP_SERVERS": self.kafka,
+            "POLICY_INDEXER_KAFKA_TOPIC": self.topic,
+            "POLICY_INDEXER_KAFKA_DEAD_LETTER_TOPIC": self.dead_letter_topic,
+            "POLICY_INDEXER_KAFKA_GROUP_ID": self.group,
+            "POLICY_INDEXER_KAFKA_PARTITIONS": str(self.partitions),
+            "POLICY_INDEXER_KAFKA_SESSION_TIMEOUT_MS": "6000",
+            "POLICY_INDEXER_ELASTICSEARCH_URL": self.elasticsearch,
+            "POLICY_INDEXER_INDEX_PREFIX": self.unique,
+            "POLICY_INDEXER_METRICS_PORT": "0",
+            "POLICY_INDEXER_COMMIT_EVERY_SECONDS": "0.3",
+            "POLICY_INDEXER_RETRY_MAX_SECONDS": "2",
+            "POLICY_INDEXER_LOG_LEVEL": "WARNING",
+        })
+        env.update(self.extra)
+        env.update({f"POLICY_INDEXER_{k.upper()}": v for k, v in overrides.items()})
+        return env
+
+    def cli(self, *args: str, **overrides: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [CLI, *args], env=self.env(**overrides), capture_output=True, text=True, timeout=300,
+            check=False,
+        )
+
+    def start_worker(self, log_dir: Path, **overrides: str) -> Worker:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        log = log_dir / f"worker-{time.monotonic_ns()}.log"
+        with log.open("w") as handle:  # the child keeps its own descriptor
+            proc = subprocess.Popen([CLI, "run"], env=self.env(**overrides), stdout=handle,
+                                    stderr=subprocess.STDOUT)
+        return Worker(proc, log)
+
+
+@dataclass
+class Worker:
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    def stop(self, timeout_s: float = 30.0) -> int:
+        """SIGTERM, then wait: the worker must exit on its own within ``timeout_s``."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired as exc:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(
+                f"worker ignored SIGTERM for {timeout_s}s; log: {self.tail()}"
+            ) from exc
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def tail(self, lines: int = 30) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])

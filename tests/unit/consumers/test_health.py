@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+from prometheus_client import CollectorRegistry
+
+from consumers.health import HealthServer
+from consumers.retry import HealthState
+from metrics.definitions import WorkerMetrics
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def test_healthz_says_when_the_worker_is_retrying_and_metrics_are_served() -> None:
+    registry = CollectorRegistry()
+    metrics = WorkerMetrics.create(registry)
+    metrics.events.labels(outcome="indexed").inc(3)
+    health = HealthState()
+    server = HealthServer("127.0.0.1", 0, registry, health).start()
+    base = f"http://127.0.0.1:{server.port}"
+    try:
+        assert get(f"{base}/healthz") == (200, json.dumps(
+            {"status": "ok", "attempts": 0, "last_error": None}))
+        health.retrying, health.attempts, health.last_error = True, 4, "TransientStoreError: down"
+        code, body = get(f"{base}/healthz")
+        assert code == 503
+        assert json.loads(body)["status"] == "retrying"
+        code, text = get(f"{base}/metrics")
+        assert code == 200
+        assert 'policy_indexer_events_total{outcome="indexed"} 3.0' in text
+    finally:
+        server.stop()

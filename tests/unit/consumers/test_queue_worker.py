@@ -1,0 +1,117 @@
+"""The embedded pipeline's worker: local queue -> processor -> SQLite store, dead letters."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+from support.chunks import fake_chunker
+
+from consumers.commit_policy import CommitPolicy
+from consumers.local_dead_letters import LocalDeadLetterSink
+from consumers.processor import EventProcessor
+from consumers.queue_worker import QueueWorker
+from events.model import Action, ChangeEvent
+from metrics.definitions import WorkerMetrics
+from store.sqlite import SQLiteStore
+from transport.local_clients import LocalQueueConsumer, LocalQueuePublisher
+from transport.local_queue import ConsumerBusy, LocalQueue
+
+TOPIC = "changes"
+
+
+def upsert(doc: str, version: int, content: str) -> ChangeEvent:
+    return ChangeEvent(
+        event_id=f"{doc}-{version}", document_id=doc, action=Action.UPSERT, version=version,
+        changed_at=datetime(2024, 1, version, tzinfo=UTC), content_type="text/markdown",
+        content=content,
+    )
+
+
+@pytest.fixture
+def queue(tmp_path: Path) -> Iterator[LocalQueue]:
+    q = LocalQueue(tmp_path / "queue.sqlite3")
+    yield q
+    q.close()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    s = SQLiteStore(tmp_path / "index.sqlite3")
+    s.ensure_ready()
+    yield s
+    s.close()
+
+
+def run_until_drained(queue: LocalQueue, store: SQLiteStore) -> CollectorRegistry:
+    registry = CollectorRegistry()
+    worker = QueueWorker(
+        LocalQueueConsumer(queue, TOPIC), EventProcessor(store, chunk=fake_chunker),
+        LocalDeadLetterSink(queue, TOPIC), metrics=WorkerMetrics.create(registry),
+        commit=CommitPolicy(max_records=2, max_interval_s=0.1), poll_timeout_s=0.05,
+    )
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while queue.pending(TOPIC) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    worker.request_stop()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    return registry
+
+
+def test_events_become_chunks_and_poison_becomes_dead_letters(
+    queue: LocalQueue, store: SQLiteStore
+) -> None:
+    publisher = LocalQueuePublisher(queue, TOPIC)
+    publisher.publish(upsert("refund", 1, "alpha one\n\nbeta two"))
+    boom = upsert("boom", 1, "BOOM").to_json_bytes()
+    queue.append(TOPIC, [(b"x", b"{not json"), (b"boom", boom)])
+    publisher.publish(upsert("refund", 2, "alpha again"))
+    registry = run_until_drained(queue, store)
+    assert [r.chunk_id for r in store.iter_chunks()] == ["refund@v2#alpha"]
+    assert [h.chunk_id for h in store.search("alpha", access_labels=[])] == ["refund@v2#alpha"]
+    letters = queue.dead_letters(TOPIC)
+    assert [(d.key, d.reason, d.source_offset) for d in letters] == [
+        (b"x", "not_json", 2), (b"boom", "chunker", 3)
+    ]
+    assert queue.pending(TOPIC) == 0
+    assert registry.get_sample_value("policy_indexer_events_total", {"outcome": "indexed"}) == 2
+
+
+def test_an_event_taken_but_not_committed_is_processed_after_a_restart(
+    queue: LocalQueue, store: SQLiteStore
+) -> None:
+    LocalQueuePublisher(queue, TOPIC).publish_many(
+        [upsert("d", 1, "alpha"), upsert("d", 2, "beta")]
+    )
+    crashed = LocalQueueConsumer(queue, TOPIC)
+    assert len(crashed.poll(10, 0.1)) == 2  # then dies before any commit
+    run_until_drained(queue, store)
+    assert [r.chunk_id for r in store.iter_chunks()] == ["d@v2#beta"]
+
+
+def test_one_consumer_per_topic_until_its_process_dies(queue: LocalQueue) -> None:
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        with sqlite3.connect(queue.path) as conn:
+            conn.execute(
+                "INSERT INTO consumer_leases VALUES (?, ?, ?, ?)",
+                (TOPIC, os.uname().nodename, other.pid, time.time()),
+            )
+        with pytest.raises(ConsumerBusy, match=f"pid {other.pid}"):
+            LocalQueueConsumer(queue, TOPIC)
+    finally:
+        other.kill()
+        other.wait()
+    LocalQueueConsumer(queue, TOPIC).close()  # the dead holder's lease is taken over

@@ -1,0 +1,194 @@
+"""One freshness cycle: join the source listing with the index's states and chunks.
+
+``measure()`` streams the source listing against a dict of the index's states
+(one entry per document, the chunk id tuples dropped), then streams the chunks
+to count leftovers, so memory grows with the number of documents, not chunks.
+The result, a ``FreshnessSnapshot``, keeps lag *start times*: the collector
+turns them into seconds at scrape time, so lag keeps growing between cycles and
+while the source cannot be listed.
+
+A leftover is what ``deleter.sweep.classify`` calls one (the single definition):
+a chunk of a version below its document's state, of a deleted document, or,
+past the sweep's grace period, above the state or of an unknown document. Its
+age counts from when it became a leftover: the state's ``indexed_at`` (the
+newer version or the tombstone was recorded then) or, for the last two kinds,
+the chunk's own ``indexed_at``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from deleter.sweep import classify
+from metrics.lag import DocumentLag, LagStatus, document_lag
+from sources.base import SourceEntry
+from store.model import ChunkRef, DocumentState
+
+
+@dataclass
+class LagMemory:
+    """What the monitor remembers across cycles (see ``metrics.lag``).
+
+    ``behind``: document id -> (indexed version, earliest newer change seen);
+    ``absent``: document id -> when first seen missing from the source listing.
+    """
+
+    behind: dict[str, tuple[int, datetime]] = field(default_factory=dict)
+    absent: dict[str, datetime] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FreshnessSnapshot:
+    taken_at: datetime
+    source_documents: int  # live documents at the source (tombstones excluded)
+    indexed_documents: int  # live documents in the index (tombstones excluded)
+    behind_by_status: dict[str, int]
+    behind_since: list[datetime]  # start of each behind document's lag, oldest first
+    most_lagging: list[DocumentLag]  # the ``max_series`` oldest, oldest first
+    current_documents: list[str]  # only with max_series=None ("all"): exported as 0
+    future_dated: int  # source changes dated after ``taken_at``
+    leftover_versions: int  # leftover chunks
+    leftover_documents: int  # documents with at least one leftover chunk
+    leftover_since: datetime | None  # when the oldest leftover became one
+    chunks_examined: int
+    known_documents: int  # documents live at the source or in the index (p95's population)
+
+    @property
+    def behind(self) -> int:
+        return len(self.behind_since)
+
+    def max_lag_seconds(self, now: datetime) -> float:
+        return _seconds(now, self.behind_since[0]) if self.behind_since else 0.0
+
+    def lag_quantile_seconds(self, q: float, now: datetime, total: int | None = None) -> float:
+        """The q-quantile of lag over every known document (current ones count as 0).
+
+        Nearest-rank: with n documents, the ceil(q*n)-th smallest lag.
+        """
+        n = total if total is not None else self.known_documents
+        if n <= 0 or not self.behind_since:
+            return 0.0
+        rank = max(1, math.ceil(q * n))
+        from_top = n - rank  # how many lags are larger than the answer
+        if from_top >= len(self.behind_since):
+            return 0.0
+        return _seconds(now, self.behind_since[from_top])
+
+
+def _seconds(now: datetime, since: datetime) -> float:
+    return max(0.0, (now - since).total_seconds())
+
+
+def _compact(state: DocumentState) -> DocumentState:
+    if state.chunk_ids or state.superseded_chunk_ids:
+        return replace(state, chunk_ids=(), superseded_chunk_ids=())
+    return state
+
+
+def measure(
+    listing: Iterable[SourceEntry],
+    states: Iterable[DocumentState],
+    chunks: Iterable[ChunkRef],
+    *,
+    now: datetime,
+    memory: LagMemory,
+    max_series: int | None,
+    grace: timedelta,
+) -> FreshnessSnapshot:
+    """One cycle. Reads ``states`` first, then ``listing``, then ``chunks``.
+
+    ``memory`` is replaced only when the whole cycle succeeds: an exception from
+    any of the three streams leaves it as it was.
+    """
+    indexed = {s.document_id: _compact(s) for s in states}
+    lags: list[DocumentLag] = []
+    by_status: dict[str, int] = {}
+    listed: set[str] = set()
+    source_live = 0
+    index_live_only = 0
+    future = 0
+    behind, absent = memory.behind, memory.absent
+    new_behind: dict[str, tuple[int, datetime]] = {}
+    current: list[str] = []
+    for entry in listing:
+        listed.add(entry.document_id)
+        if not entry.deleted:
+            source_live += 1
+        if entry.changed_at > now:
+            future += 1
+        state = indexed.get(entry.document_id)
+        if entry.deleted and state is not None and not state.deleted:
+            index_live_only += 1  # live only in the index
+        version = state.version if state is not None else 0
+        kept = behind.get(entry.document_id)
+        remembered = kept[1] if kept is not None and kept[0] == version else None
+        lag = document_lag(entry.document_id, entry, state, remembered=remembered)
+        if lag is not None and lag.since is not None:
+            new_behind[entry.document_id] = (version, lag.since)
+            lags.append(lag)
+        elif max_series is None and not (entry.deleted and (state is None or state.deleted)):
+            current.append(entry.document_id)
+    new_absent: dict[str, datetime] = {}
+    for document_id, state in indexed.items():
+        if document_id in listed or state.deleted:
+            continue
+        index_live_only += 1
+        since = absent.get(document_id, now)
+        new_absent[document_id] = since
+        lag = document_lag(document_id, None, state, absent_since=since)
+        if lag is not None and lag.since is not None:
+            lags.append(lag)
+    for lag in lags:
+        by_status[lag.status.value] = by_status.get(lag.status.value, 0) + 1
+    timed = [(lag.since, lag) for lag in lags if lag.since is not None]
+    starts = sorted(since for since, _ in timed)
+    if max_series is None:
+        top = [lag for _, lag in sorted(timed, key=_first)]
+    else:
+        top = [lag for _, lag in heapq.nsmallest(max_series, timed, key=_first)]
+
+    leftover_chunks = 0
+    leftover_docs: set[str] = set()
+    leftover_since: datetime | None = None
+    examined = 0
+    for ref in chunks:
+        examined += 1
+        state = indexed.get(ref.document_id)
+        reason = classify(ref, state, now, grace)
+        if reason is None or reason == "grace":
+            continue
+        leftover_chunks += 1
+        leftover_docs.add(ref.document_id)
+        if reason in ("older", "deleted-document") and state is not None:
+            became = state.indexed_at
+        else:
+            became = ref.indexed_at or now
+        if leftover_since is None or became < leftover_since:
+            leftover_since = became
+
+    index_live = sum(1 for s in indexed.values() if not s.deleted)
+    memory.behind, memory.absent = new_behind, new_absent
+    return FreshnessSnapshot(
+        taken_at=now,
+        source_documents=source_live,
+        indexed_documents=index_live,
+        behind_by_status={s.value: by_status.get(s.value, 0) for s in LagStatus
+                          if s is not LagStatus.CURRENT},
+        behind_since=starts,
+        most_lagging=top,
+        current_documents=current,
+        future_dated=future,
+        leftover_versions=leftover_chunks,
+        leftover_documents=len(leftover_docs),
+        leftover_since=leftover_since,
+        chunks_examined=examined,
+        known_documents=source_live + index_live_only,
+    )
+
+
+def _first(pair: tuple[datetime, DocumentLag]) -> datetime:
+    return pair[0]

@@ -82,6 +82,7 @@ class QueueWorker:
             log.info("worker stopped")
 
     def _poll(self) -> list[Delivery]:
+        self.metrics.beat()
         try:
             return self.consumer.poll(self.max_records, self.poll_timeout_s)
         except ConsumeError as exc:
@@ -95,7 +96,9 @@ class QueueWorker:
 
         def attempt() -> str:
             try:
-                outcome = self.processor.handle(parse_event(delivery.value))
+                event = parse_event(delivery.value)
+                outcome = self.processor.handle(event)
+                self.metrics.record_applied(outcome.value, event.changed_at)
             except PoisonEvent as poison:
                 self.dead_letters.send(DeadLetter(
                     delivery.key, delivery.value, poison.reason, poison.message,

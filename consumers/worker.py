@@ -12,6 +12,7 @@ stays in its consumer group however long Elasticsearch is away.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -109,6 +110,7 @@ class KafkaWorker:
 
     # -- steps -------------------------------------------------------------
     def _poll(self, timeout_ms: int) -> dict[TopicPartition, list[Any]]:
+        self.metrics.beat()
         try:
             result: dict[TopicPartition, list[Any]] = self.consumer.poll(timeout_ms=timeout_ms)
         except KafkaError as exc:
@@ -126,6 +128,7 @@ class KafkaWorker:
             try:
                 event = parse_event(record.value)
                 outcome = self.processor.handle(event)
+                self.metrics.record_applied(outcome.value, event.changed_at)
             except PoisonEvent as poison:
                 self.dead_letters.send(
                     DeadLetter(record.key, record.value, poison.reason, poison.message,
@@ -155,6 +158,11 @@ class KafkaWorker:
         self.metrics.chunks_deleted.inc(self.processor.chunks_deleted - deleted)
         self.metrics.event_processing.observe(time.monotonic() - started)
         self.metrics.last_event_processed.set(time.time())
+        highwater = self.consumer.highwater(tp)
+        if highwater is not None:
+            self.metrics.consumer_lag.labels(topic=tp.topic, partition=str(tp.partition)).set(
+                max(0, highwater - record.offset - 1)
+            )
 
     def _wait(self, seconds: float, tp: TopicPartition) -> None:
         """Back off without leaving the group: poll with every partition paused."""
@@ -199,6 +207,8 @@ class KafkaWorker:
         self._assigned -= set(revoked)
         for tp in revoked:
             self._pending.pop(tp, None)
+            with contextlib.suppress(KeyError):  # the new owner reports its lag now
+                self.metrics.consumer_lag.remove(tp.topic, str(tp.partition))
 
     def _assigned_now(self, assigned: set[TopicPartition]) -> None:
         self._assigned |= set(assigned)

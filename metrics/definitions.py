@@ -22,13 +22,25 @@ is registered at import. Names, types and meanings:
 - ``policy_indexer_last_event_processed_timestamp_seconds`` gauge: Unix time of the last
   event the worker finished (any outcome).
 - ``policy_indexer_sweep_leftovers_total{reason}`` counter: leftover chunks the sweep found.
+- ``policy_indexer_change_to_indexed_seconds`` histogram: from the change at the source
+  (the event's ``changed_at``) to the worker having applied it (outcomes ``indexed`` and
+  ``deleted``): the end-to-end latency of the pipeline. Negative (source clock ahead)
+  counts as 0.
+- ``policy_indexer_consumer_lag_records{topic,partition}`` gauge: records of the partition
+  after the last one this worker handled (high watermark - next offset), set as it goes.
+- ``policy_indexer_heartbeat_timestamp_seconds`` gauge: Unix time of the worker loop's last
+  turn (a poll); an idle worker still beats, a stuck one does not.
+- ``policy_indexer_build_info{version}`` gauge 1: the running version.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import time
 from dataclasses import dataclass
+from datetime import datetime
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 NAMESPACE = "policy_indexer"
 
@@ -46,6 +58,18 @@ class WorkerMetrics:
     event_processing: Histogram
     last_event_processed: Gauge
     sweep_leftovers: Counter
+    change_to_indexed: Histogram
+    consumer_lag: Gauge
+    heartbeat: Gauge
+    build_info: Info
+
+    def record_applied(self, outcome: str, changed_at: datetime) -> None:
+        """Observe the end-to-end latency of a change the worker applied."""
+        if outcome in ("indexed", "deleted"):
+            self.change_to_indexed.observe(max(0.0, time.time() - changed_at.timestamp()))
+
+    def beat(self) -> None:
+        self.heartbeat.set(time.time())
 
     @classmethod
     def create(cls, registry: CollectorRegistry) -> WorkerMetrics:
@@ -78,4 +102,30 @@ class WorkerMetrics:
             ),
             sweep_leftovers=Counter("sweep_leftovers", "Leftover chunks found by the sweep.",
                                     ["reason"], namespace=ns, registry=registry),
+            change_to_indexed=Histogram(
+                "change_to_indexed_seconds",
+                "From the change at the source (changed_at) to the worker having applied it.",
+                namespace=ns, registry=registry,
+                buckets=(0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 86400),
+            ),
+            consumer_lag=Gauge(
+                "consumer_lag_records", "Records of the partition after the last one handled.",
+                ["topic", "partition"], namespace=ns, registry=registry,
+            ),
+            heartbeat=Gauge(
+                "heartbeat_timestamp_seconds", "Unix time of the worker loop's last turn.",
+                namespace=ns, registry=registry,
+            ),
+            build_info=_build_info(registry),
         )
+
+
+def _build_info(registry: CollectorRegistry) -> Info:
+    info = Info("build", "The running policy-indexer version.", namespace=NAMESPACE,
+                registry=registry)
+    try:
+        version = importlib.metadata.version("policy-indexer")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    info.info({"version": version})
+    return info

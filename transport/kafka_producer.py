@@ -24,7 +24,7 @@ from typing import Any
 
 import structlog
 from kafka import KafkaProducer
-from kafka.errors import KafkaError, KafkaTimeoutError
+from kafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 
 from events.model import ChangeEvent
 from transport.publisher import PublishRejected, PublishUnavailable
@@ -110,13 +110,16 @@ class KafkaEventPublisher:
         return error_class(f"{where} refused the event: {type(exc).__name__}: {exc}")
 
     def ready(self) -> bool:
-        if not any(_tcp_reachable(s, timeout=1.0) for s in self._config.servers()):
+        if not self._any_server_listening():
             return False
         try:
             self._get_producer()
         except PublishUnavailable:
             return False
         return True
+
+    def _any_server_listening(self) -> bool:
+        return any(_tcp_reachable(s, timeout=1.0) for s in self._config.servers())
 
     def close(self) -> None:
         with self._lock:
@@ -143,6 +146,10 @@ class KafkaEventPublisher:
                     f"Kafka at {cfg.bootstrap_servers} was unreachable; next try in {wait:.1f}s"
                 )
             try:
+                # kafka-python leaks the sockets of a producer whose bootstrap fails:
+                # look before building one.
+                if not self._any_server_listening():
+                    raise KafkaConnectionError(f"no broker listens at {cfg.bootstrap_servers}")
                 self._producer = KafkaProducer(**cfg.producer_configs())
             except KafkaError as exc:
                 self._next_attempt = time.monotonic() + cfg.reconnect_interval_seconds

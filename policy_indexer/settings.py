@@ -8,6 +8,7 @@ Core packages never read settings; the command line passes values down.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr
@@ -126,4 +127,14 @@ class Settings(BaseSettings):
         gt=0,
         description="Leftover versions older than this fire an alert "
         "(exported as policy_index_leftover_bound_seconds).",
+    )
+
+    # Embedded mode (issue 8) ---------------------------------------------
+    embedded_dir: Path = Field(
+        Path(".policy-indexer"),
+        description="Where the embedded mode keeps its SQLite files: index.sqlite3 (chunks, "
+        "states, FTS5 search) and queue.sqlite3 (the durable change queue, dead letters).",
+    )
+    embedded_lease_seconds: float = Field(
+        15.0, gt=0, description="A silent consumer of the local queue loses it after this long."
     )

@@ -1,0 +1,154 @@
+"""Replay a change log into the embedded mode and return once the index has caught up.
+
+The changes are queued durably first (in batches, one transaction each), then
+a worker in this process drains the queue; the progress bar counts committed
+changes. If another process already consumes the queue (``policy-indexer run``),
+the changes are queued and this waits for that process to drain them.
+
+Killed at any point, the same command run again converges to the same index:
+queued changes survive in the queue file, and the worker's version guard turns
+the second copy of every change into a no-op.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+from prometheus_client import CollectorRegistry
+from tqdm import tqdm
+
+from events.changelog import ChangeLogError, read_changelog
+from events.model import ChangeEvent
+from metrics.definitions import WorkerMetrics
+from policy_indexer.commands.run import kill_hook
+from policy_indexer.embedded import Embedded, WorkerThread
+from policy_indexer.settings import Settings
+from store.errors import StoreError
+from transport.local_queue import ConsumerBusy, QueueError
+
+BATCH = 500
+
+
+class ReplayStopped(Exception):
+    """The worker stopped before the queue was empty; says how much is left and why."""
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    queued: int
+    processed: int  # committed during this replay (includes leftovers of an earlier run)
+    documents: int
+    chunks: int
+    dead_letters: int
+    consumed_here: bool
+
+
+def replay_embedded(
+    embedded: Embedded, changelog: Path, *, limit: int | None = None, progress: bool = True
+) -> ReplayResult:
+    """Queue the log's changes, index them, return when the queue is empty.
+
+    A bad line stops the queueing; what was queued before it is still indexed,
+    then ``ChangeLogError`` is raised (with ``queued`` added to its message).
+    """
+    events: Iterable[ChangeEvent] = read_changelog(changelog)
+    if limit is not None:
+        events = itertools.islice(events, limit)
+    publisher = embedded.publisher()
+    queued = 0
+    bad_line: ChangeLogError | None = None
+    batch: list[ChangeEvent] = []
+    with tqdm(unit="change", desc="queue", disable=not progress) as bar:
+        try:
+            for event in events:
+                batch.append(event)
+                if len(batch) >= BATCH:
+                    queued += publisher.publish_many(batch)
+                    bar.update(len(batch))
+                    batch = []
+        except ChangeLogError as exc:
+            bad_line = exc  # the changes before it still go in
+        queued += publisher.publish_many(batch)
+        bar.update(len(batch))
+    total = embedded.queue.pending(embedded.topic)
+    workers: list[WorkerThread] = []  # the one this process starts, if it may
+    try:
+        processed = _wait_until_drained(embedded, workers, total, progress)
+    finally:
+        for worker in workers:
+            worker.stop()
+    if bad_line is not None:
+        raise ChangeLogError(
+            f"{bad_line} ({queued} changes before it were queued and indexed)"
+        ) from bad_line
+    states = list(embedded.store.iter_states())
+    return ReplayResult(
+        queued=queued,
+        processed=processed,
+        documents=sum(not s.deleted for s in states),
+        chunks=sum(embedded.store.count_chunks().values()),
+        dead_letters=len(embedded.queue.dead_letters(embedded.topic)),
+        consumed_here=bool(workers),
+    )
+
+
+def _try_worker(embedded: Embedded) -> WorkerThread | None:
+    """A worker thread on the queue, or None while another process consumes it."""
+    try:
+        worker = embedded.worker(
+            WorkerMetrics.create(CollectorRegistry()),
+            checkpoint=kill_hook(embedded.settings.worker_kill_at),
+        )
+    except ConsumerBusy:
+        return None
+    return WorkerThread(worker).start()
+
+
+def _wait_until_drained(
+    embedded: Embedded, workers: list[WorkerThread], total: int, progress: bool
+) -> int:
+    topic = embedded.topic
+    next_try = 0.0
+    with tqdm(total=total, unit="change", desc="index", disable=not progress) as bar:
+        while True:
+            left = embedded.queue.pending(topic)
+            bar.update(max(0, total - left - bar.n))
+            if left == 0:
+                return total
+            for worker in workers:
+                if not worker.is_alive():
+                    why = repr(worker.error) if worker.error else "it stopped"
+                    raise ReplayStopped(f"the worker ended with {left} changes still queued: {why}")
+            if not workers and time.monotonic() >= next_try:
+                # Another process consumes the queue; if it dies its lease lapses
+                # and this process takes over.
+                started = _try_worker(embedded)
+                if started is not None:
+                    workers.append(started)
+                next_try = time.monotonic() + 1.0
+            time.sleep(0.1)
+
+
+def run_embedded_replay(settings: Settings, changelog: Path, limit: int | None) -> None:
+    """The command-line face of ``replay_embedded``: errors become ClickExceptions."""
+    try:
+        embedded = Embedded.open(settings)
+    except (StoreError, QueueError) as exc:
+        raise click.ClickException(f"cannot open the embedded mode: {exc}") from exc
+    try:
+        result = replay_embedded(embedded, changelog, limit=limit)
+    except (ChangeLogError, ReplayStopped, StoreError, QueueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        embedded.close()
+    click.echo(
+        f"replayed {result.queued} changes from {changelog} into the embedded index at "
+        f"{settings.embedded_dir}: {result.documents} documents, {result.chunks} chunks, "
+        f"{result.dead_letters} dead letters"
+        + ("" if result.consumed_here else " (indexed by the running policy-indexer)")
+    )

@@ -7,13 +7,20 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
 from support.index_equality import ExpectedIndex, assert_index_equals
 from support.workers import CLI
 
+from events.model import ChangeEvent
+from metrics.definitions import WorkerMetrics
+from policy_indexer.embedded import Embedded, WorkerThread
+from policy_indexer.settings import Settings
 from store.sqlite import SQLiteStore
 from transport.local_queue import LocalQueue
 
@@ -94,3 +101,23 @@ def test_kafka_only_options_are_refused_in_embedded_mode(tmp_path: Path) -> None
     done = replay(tmp_path / "data", log, "--rate", "5")
     assert done.returncode == 2
     assert "--topic and --rate apply to --to kafka only" in done.stderr
+
+
+def test_every_event_twice_and_out_of_order_gives_the_same_state(
+    tmp_path: Path, basecamp_events: list[ChangeEvent], basecamp_expected: ExpectedIndex
+) -> None:
+    stream = basecamp_events * 2
+    random.Random(8).shuffle(stream)  # one document's changes may arrive out of version order
+    embedded = Embedded.open(Settings(embedded_dir=tmp_path / "data"))
+    try:
+        embedded.publisher().publish_many(stream)
+        worker = WorkerThread(embedded.worker(WorkerMetrics.create(CollectorRegistry()))).start()
+        deadline = time.monotonic() + 120
+        while embedded.queue.pending(embedded.topic) and time.monotonic() < deadline:
+            assert worker.is_alive(), worker.error
+            time.sleep(0.1)
+        worker.stop()
+        assert_index_equals(embedded.store, basecamp_expected)
+        assert embedded.queue.dead_letters(embedded.topic) == []
+    finally:
+        embedded.close()

@@ -34,3 +34,21 @@ async def read_limited(request: Request, limit: int) -> bytes:
         if len(body) > limit:
             raise BodyTooLarge(limit, len(body), declared=False)
     return bytes(body)
+
+
+async def drain(request: Request, cap: int) -> bool:
+    """Read and drop a body of at most ``cap`` bytes; False if it is larger (left unread).
+
+    Answering before the body is read makes the server close the connection,
+    and a close with unread bytes resets it, which can destroy the answer on
+    its way to the client. A small body is cheaper to read than to lose the answer.
+    """
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > cap):
+        return False
+    seen = 0
+    async for chunk in request.stream():
+        seen += len(chunk)
+        if seen > cap:
+            return False
+    return True

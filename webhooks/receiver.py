@@ -23,13 +23,13 @@ from typing import Any
 import anyio
 import structlog
 from pydantic import ValidationError
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
 from events.model import ChangeEvent
 from transport.publisher import EventPublisher, PublishError, PublishRejected
 from webhooks import signature
-from webhooks.body import BadContentLength, BodyTooLarge, read_limited
+from webhooks.body import BadContentLength, BodyTooLarge, drain, read_limited
 from webhooks.config import WebhookConfig
 from webhooks.metrics import WebhookMetrics
 from webhooks.payload import EVENT_FIELD_TO_PAYLOAD, WebhookPayload
@@ -38,6 +38,8 @@ log = structlog.get_logger(__name__)
 
 # Verifying and parsing a body this large moves off the event loop.
 _OFFLOAD_BYTES = 256 * 1024
+# A refused body up to this size is read and dropped to keep the connection usable.
+_DRAIN_BYTES = 64 * 1024
 
 
 class InvalidJson(Exception):
@@ -70,17 +72,18 @@ class CmsWebhookReceiver:
             parsed = signature.parse(request.headers.get(signature.HEADER))
             signature.check_timestamp(parsed, self._clock(), cfg.timestamp_tolerance_seconds)
         except signature.SignatureError as exc:
-            return self._unauthorized(request, exc)
+            return await _unread(request, self._unauthorized(request, exc))
         content_type = request.headers.get("content-type")
         if not _is_json(content_type):
-            return _refuse(request, 415, "unsupported_media_type",
-                           f"Content-Type={content_type!r}; send application/json (UTF-8)")
+            return await _unread(request, _refuse(
+                request, 415, "unsupported_media_type",
+                f"Content-Type={content_type!r}; send application/json (UTF-8)"))
         try:
             body = await read_limited(request, cfg.max_body_bytes)
         except BodyTooLarge as exc:
-            return _refuse(request, 413, "payload_too_large", str(exc))
+            return await _unread(request, _refuse(request, 413, "payload_too_large", str(exc)))
         except BadContentLength as exc:
-            return _refuse(request, 400, "bad_request", str(exc))
+            return await _unread(request, _refuse(request, 400, "bad_request", str(exc)))
         self._metrics.payload_bytes.observe(len(body))
         try:
             if len(body) >= _OFFLOAD_BYTES:
@@ -138,6 +141,17 @@ class CmsWebhookReceiver:
         self._metrics.signature_failures.labels(exc.reason).inc()
         # The message names the rule broken, never the signature or a secret.
         return _refuse(request, 401, "unauthorized", str(exc), reason=exc.reason)
+
+
+async def _unread(request: Request, response: JSONResponse) -> JSONResponse:
+    """Answer before (all of) the body is read: drain a small one, else say we will close."""
+    try:
+        drained = await drain(request, _DRAIN_BYTES)
+    except ClientDisconnect:
+        drained = False
+    if not drained:
+        response.headers["Connection"] = "close"
+    return response
 
 
 def _is_json(content_type: str | None) -> bool:

@@ -1,7 +1,7 @@
 """POST /webhooks/cms in-process: each answer, and that only a 202 publishes anything.
 
 The same cases run against a real uvicorn server and Kafka in
-tests/integration/test_webhook_receiver.py; here they are fast and exhaustive.
+tests/integration/test_webhook_on_kafka.py; here they are fast and exhaustive.
 """
 
 from __future__ import annotations

@@ -43,6 +43,8 @@ from datetime import datetime
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 NAMESPACE = "policy_indexer"
+OUTCOMES = ("indexed", "deleted", "skipped_stale", "skipped_duplicate", "dead_lettered")
+DEAD_LETTER_REASONS = ("not_json", "schema", "chunker", "rejected")
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,17 @@ class WorkerMetrics:
 
     @classmethod
     def create(cls, registry: CollectorRegistry) -> WorkerMetrics:
+        metrics = cls._build(registry)
+        # Series exist from the start at 0, so the first dead letter is an increase
+        # that rate()/increase() can see (a series born at 1 shows no increase).
+        for outcome in OUTCOMES:
+            metrics.events.labels(outcome=outcome)
+        for reason in DEAD_LETTER_REASONS:
+            metrics.dead_letters.labels(reason=reason)
+        return metrics
+
+    @classmethod
+    def _build(cls, registry: CollectorRegistry) -> WorkerMetrics:
         ns = NAMESPACE
         return cls(
             events=Counter("events", "Change events handled, by outcome.", ["outcome"],

@@ -1,0 +1,166 @@
+"""Crashes, an Elasticsearch outage and poison events: the index still ends exactly right."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.index_equality import ExpectedIndex, assert_index_equals, expected_index
+from support.kafka_helpers import group_lag, publish_events, read_all, wait_for_lag_zero
+from support.tcp_proxy import TcpProxy
+from support.workers import Pipeline, free_port
+
+from consumers.dead_letter import DeadLetter
+from events.model import Action, ChangeEvent, EventMetadata
+from store.elasticsearch import ElasticsearchStore
+
+pytestmark = [pytest.mark.services, pytest.mark.corpus, pytest.mark.slow]
+
+KILL_POINTS = [
+    "after-chunk-write:25",   # chunks written, state not yet
+    "after-state-write:40",   # state written, delete step not yet
+    "after-delete-step:30",   # delete step done, offset not committed
+    "after-commit:2",         # right after a commit
+    "after-chunk-write:70",
+]
+
+
+def test_sigkill_at_every_step_and_restart_gives_the_same_state(
+    pipeline: Pipeline, pipeline_store: ElasticsearchStore, tmp_path: Path,
+    basecamp_events: list[ChangeEvent], basecamp_expected: ExpectedIndex,
+) -> None:
+    publish_events(pipeline.kafka, pipeline.topic, basecamp_events)
+    killed = []
+    for spec in [*KILL_POINTS, "random"]:
+        if spec == "random":
+            worker = pipeline.start_worker(tmp_path)
+            time.sleep(random.uniform(4.0, 7.0))  # joins the group, then mid-batch
+            worker.kill()
+        else:
+            worker = pipeline.start_worker(tmp_path, worker_kill_at=spec)
+            worker.proc.wait(timeout=120)
+        killed.append((spec, worker.proc.returncode))
+    assert all(code == -9 for _, code in killed), killed
+    assert group_lag(pipeline.kafka, pipeline.group, pipeline.topic) != 0  # work was left
+    final = pipeline.start_worker(tmp_path)
+    try:
+        wait_for_lag_zero(pipeline.kafka, pipeline.group, pipeline.topic)
+        assert final.stop() == 0
+    finally:
+        final.kill()
+    assert_index_equals(pipeline_store, basecamp_expected)
+    assert read_all(pipeline.kafka, pipeline.dead_letter_topic, expect=0, timeout_s=1) == []
+
+
+@pytest.fixture
+def es_proxy(pipeline: Pipeline) -> Iterator[TcpProxy]:
+    host, port = pipeline.elasticsearch.removeprefix("http://").split(":")
+    proxy = TcpProxy(host, int(port))
+    yield proxy
+    proxy.close()
+
+
+def healthz(port: int) -> dict[str, object]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as resp:
+            body: dict[str, object] = json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        body = json.loads(err.read())
+    except OSError:
+        return {"status": "unreachable"}
+    return body
+
+
+def test_elasticsearch_gone_for_20_seconds_mid_replay_loses_nothing(  # noqa: PLR0917 (fixtures)
+    pipeline: Pipeline, pipeline_store: ElasticsearchStore, tmp_path: Path, es_proxy: TcpProxy,
+    basecamp_events: list[ChangeEvent], basecamp_expected: ExpectedIndex,
+) -> None:
+    port = free_port()
+    worker = pipeline.start_worker(
+        tmp_path, elasticsearch_url=es_proxy.url, metrics_port=str(port),
+        elasticsearch_timeout_seconds="3",
+    )
+    try:
+        publish_events(pipeline.kafka, pipeline.topic, basecamp_events)
+        deadline = time.monotonic() + 60
+        while (lag := group_lag(pipeline.kafka, pipeline.group, pipeline.topic)) in (None, 362):
+            assert time.monotonic() < deadline, "the worker never started"
+            time.sleep(0.2)
+        es_proxy.cut()
+        cut_at = time.monotonic()
+        statuses = set()
+        while time.monotonic() - cut_at < 20:
+            statuses.add(healthz(port)["status"])
+            time.sleep(0.5)
+        lag_during = group_lag(pipeline.kafka, pipeline.group, pipeline.topic)
+        es_proxy.restore()
+        assert "retrying" in statuses, statuses
+        assert lag_during and lag_during > 0, "the outage came too late to matter"
+        wait_for_lag_zero(pipeline.kafka, pipeline.group, pipeline.topic)
+        assert healthz(port)["status"] == "ok"
+        assert worker.stop() == 0
+    finally:
+        worker.kill()
+    assert es_proxy.refused > 0
+    assert lag is not None
+    assert_index_equals(pipeline_store, basecamp_expected)
+    assert read_all(pipeline.kafka, pipeline.dead_letter_topic, expect=0, timeout_s=1) == []
+
+
+def _event(doc: str, version: int, content: str | None, **meta: object) -> ChangeEvent:
+    from datetime import UTC, datetime
+
+    return ChangeEvent(
+        event_id=f"{doc}-{version}", document_id=doc,
+        action=Action.UPSERT if content is not None else Action.DELETE, version=version,
+        changed_at=datetime(2024, 2, version, tzinfo=UTC),
+        content_type="text/markdown" if content is not None else None, content=content,
+        metadata=EventMetadata(**meta),  # type: ignore[arg-type]
+    )
+
+
+def test_each_kind_of_poison_is_dead_lettered_and_later_events_still_index(
+    pipeline: Pipeline, pipeline_store: ElasticsearchStore, tmp_path: Path,
+) -> None:
+    good = [
+        _event("alpha", 1, "# Alpha\n\nFirst version.\n"),
+        _event("beta", 1, "# Beta\n\nBeta text.\n"),
+        _event("alpha", 2, "# Alpha\n\nSecond version.\n\n## More\n\nMore text.\n"),
+    ]
+    schema_bad = json.dumps({"event_id": "x", "document_id": "bad#id", "action": "delete",
+                             "version": 1, "changed_at": "2024-01-01T00:00:00Z"}).encode()
+    poison = {
+        "not_json": (b"k1", b"\xff\xfe not json at all"),
+        "schema": (b"k2", schema_bad),
+        "chunker": (b"gamma", _event("gamma", 1, "# Gamma\n\nA NUL \x00 byte.\n").to_json_bytes()),
+        "rejected": (b"delta", _event("delta", 1, "# Delta\n\nText.\n",
+                                      access_labels=["L" * 40000]).to_json_bytes()),
+    }
+    stream: list[ChangeEvent | tuple[bytes, bytes | None]] = [
+        good[0], *poison.values(), good[1], good[2],
+    ]
+    worker = pipeline.start_worker(tmp_path)
+    try:
+        publish_events(pipeline.kafka, pipeline.topic, stream)
+        wait_for_lag_zero(pipeline.kafka, pipeline.group, pipeline.topic)
+        assert worker.stop() == 0
+    finally:
+        worker.kill()
+    letters = read_all(pipeline.kafka, pipeline.dead_letter_topic, expect=4)
+    by_reason = {DeadLetter.read_headers(r.headers)["reason"]: r for r in letters}
+    assert sorted(by_reason) == sorted(poison)
+    for reason, (key, value) in poison.items():
+        record = by_reason[reason]
+        headers = DeadLetter.read_headers(record.headers)
+        assert (record.key, record.value) == (key, value)
+        assert headers["error"]
+        assert headers["source-topic"] == pipeline.topic
+        assert int(headers["source-offset"]) >= 0 and int(headers["source-partition"]) >= 0
+    assert "document_id" in DeadLetter.read_headers(by_reason["schema"].headers)["error"]
+    assert_index_equals(pipeline_store, expected_index(good))

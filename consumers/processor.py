@@ -10,7 +10,6 @@ there).
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -20,6 +19,7 @@ from typing import Any, Protocol
 import pydantic
 import structlog
 
+from chunker import ChunkerError, chunk_document
 from chunker.model import Chunk
 from consumers.errors import PoisonEvent
 from deleter.step import delete_older_versions
@@ -81,15 +81,6 @@ def content_hash(event: ChangeEvent) -> str:
     return digest.hexdigest()
 
 
-def default_chunker() -> ChunkFunction:
-    fn: ChunkFunction = getattr(importlib.import_module("chunker"), "chunk_document")  # noqa: B009
-    return fn
-
-
-def _chunker_error_types() -> tuple[type[BaseException], ...]:
-    errors = importlib.import_module("chunker.errors")
-    error: type[BaseException] = errors.ChunkerError
-    return (error,)
 
 
 class EventProcessor:
@@ -102,10 +93,9 @@ class EventProcessor:
         on_unchanged: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
-        self.chunk = chunk or default_chunker()
+        self.chunk: ChunkFunction = chunk or chunk_document
         self.checkpoint = checkpoint
         self.on_unchanged = on_unchanged
-        self.poison_types = _chunker_error_types()
         self.chunks_written = 0
         self.chunks_deleted = 0
 
@@ -133,7 +123,7 @@ class EventProcessor:
                 metadata=event.metadata.overrides(),
                 changed_at=event.changed_at,
             )
-        except self.poison_types as exc:
+        except ChunkerError as exc:
             raise PoisonEvent("chunker", f"{type(exc).__name__}: {exc}") from exc
 
     def _upsert(self, event: ChangeEvent, state: DocumentState | None) -> Outcome:

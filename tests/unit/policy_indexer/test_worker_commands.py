@@ -1,0 +1,51 @@
+"""`run`, `replay` and `sweep` as a user meets them on the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from policy_indexer.cli import main
+
+
+def test_run_in_embedded_mode_says_what_is_missing_and_how_to_run_the_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("POLICY_INDEXER_PIPELINE", "embedded")
+    result = CliRunner().invoke(main, ["run"])
+    assert result.exit_code == 1
+    assert "issue 8" in result.output
+    assert "POLICY_INDEXER_PIPELINE=kafka" in result.output
+
+
+def test_a_bad_pipeline_setting_names_the_key_and_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POLICY_INDEXER_PIPELINE", "kafak")
+    result = CliRunner().invoke(main, ["run"])
+    assert result.exit_code != 0
+    assert "pipeline" in str(result.exception) and "kafak" in str(result.exception)
+
+
+@pytest.mark.services
+def test_replay_of_a_bad_change_log_names_the_line_and_what_was_published(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kafka_bootstrap: str, unique: str
+) -> None:
+    log = tmp_path / "bad.jsonl"
+    good = {"seq": 1, "document_id": "a", "path": "a.md", "action": "upsert", "version": 1,
+            "changed_at": "2024-01-01T00:00:00Z", "commit": "c", "content": "# A\n"}
+    log.write_text(json.dumps(good) + "\n" + '{"seq": 2, "document_id": "a"}\n')
+    monkeypatch.setenv("POLICY_INDEXER_KAFKA_BOOTSTRAP_SERVERS", kafka_bootstrap)
+    monkeypatch.setenv("POLICY_INDEXER_KAFKA_PARTITIONS", "1")
+    from consumers.transport import delete_topics
+
+    try:
+        result = CliRunner().invoke(
+            main, ["replay", str(log), "--to", "kafka", "--topic", f"{unique}-t"]
+        )
+    finally:
+        delete_topics(kafka_bootstrap, [f"{unique}-t"])
+    assert result.exit_code == 1
+    assert "bad.jsonl:2" in result.output
+    assert "1 changes were published before it" in result.output

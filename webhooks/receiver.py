@@ -188,8 +188,10 @@ def _refuse(
     **fields: Any,
 ) -> JSONResponse:
     client = request.client.host if request.client else None
+    if errors:
+        fields["field_errors"] = [(e["loc"], e["type"]) for e in errors]
     log.warning("webhook refused", status=status, error=error, detail=detail, client=client,
-                field_errors=[(e["loc"], e["type"]) for e in errors or []] or None, **fields)
+                **fields)
     body: dict[str, Any] = {"error": error, "detail": detail}
     if errors is not None:
         body["errors"] = errors

@@ -84,6 +84,9 @@ class CmsWebhookReceiver:
             return await _unread(request, _refuse(request, 413, "payload_too_large", str(exc)))
         except BadContentLength as exc:
             return await _unread(request, _refuse(request, 400, "bad_request", str(exc)))
+        except ClientDisconnect:
+            # Nobody is left to answer; the response below is for the logs and metrics.
+            return _refuse(request, 400, "client_disconnected", "the client left mid-body")
         self._metrics.payload_bytes.observe(len(body))
         try:
             if len(body) >= _OFFLOAD_BYTES:

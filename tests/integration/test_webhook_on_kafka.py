@@ -239,3 +239,21 @@ def test_with_no_broker_listening_the_answer_is_503_and_readyz_says_so(unique: s
         assert r.status_code == 503
         assert r.headers["Retry-After"] == "5"
     publisher.close()
+
+
+def test_a_client_leaving_mid_body_publishes_nothing_and_is_no_server_error(
+    receiver: Receiver,
+) -> None:
+    body = encode(payload())
+    sig = headers_for(body)[signature.HEADER]
+    with socket.create_connection(("127.0.0.1", receiver.port), timeout=10) as sock:
+        sock.sendall((f"POST /webhooks/cms HTTP/1.1\r\nHost: t\r\nContent-Type: application/json"
+                      f"\r\n{signature.HEADER}: {sig}\r\nContent-Length: {len(body)}\r\n\r\n")
+                     .encode() + body[:20])
+    line = 'policy_indexer_webhook_requests_total{route="/webhooks/cms",status="400"} 1.0'
+    deadline = time.monotonic() + 10
+    while line not in (text := httpx.get(f"{receiver.url}/metrics").text):
+        assert time.monotonic() < deadline, text
+        time.sleep(0.05)
+    assert 'status="500"' not in text
+    assert receiver.events() == []

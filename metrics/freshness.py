@@ -49,7 +49,7 @@ class FreshnessSnapshot:
     behind_by_status: dict[str, int]
     behind_since: list[datetime]  # start of each behind document's lag, oldest first
     most_lagging: list[DocumentLag]  # the ``max_series`` oldest, oldest first
-    current_documents: list[str]  # only with max_series=None ("all"): exported as 0
+    current_documents: list[str]  # current documents exported at 0: all, or to fill the cap
     future_dated: int  # source changes dated after ``taken_at``
     leftover_versions: int  # leftover chunks
     leftover_documents: int  # documents with at least one leftover chunk
@@ -130,7 +130,9 @@ def measure(
         if lag is not None and lag.since is not None:
             new_behind[entry.document_id] = (version, lag.since)
             lags.append(lag)
-        elif max_series is None and not (entry.deleted and (state is None or state.deleted)):
+        elif (max_series is None or len(current) < max_series) and not (
+            entry.deleted and (state is None or state.deleted)
+        ):
             current.append(entry.document_id)
     new_absent: dict[str, datetime] = {}
     for document_id, state in indexed.items():
@@ -150,6 +152,8 @@ def measure(
         top = [lag for _, lag in sorted(timed, key=_first)]
     else:
         top = [lag for _, lag in heapq.nsmallest(max_series, timed, key=_first)]
+        # fewer lagging documents than the cap: the rest of the N are current ones, at 0
+        current = current[: max_series - len(top)]
 
     leftover_chunks = 0
     leftover_docs: set[str] = set()

@@ -88,6 +88,20 @@ def test_one_cycle_reports_lag_counts_and_the_capped_series(setup: Setup) -> Non
                  document_id="gone", status="deleted_at_source") is None
 
 
+def test_the_cap_is_filled_with_current_documents_at_zero(setup: Setup) -> None:
+    _source, _store, _clock, monitor, registry = setup
+    monitor.max_series = 4  # 4 lagging documents (b, e, d, gone) fill it: no current one
+    monitor.run_cycle()
+    assert value(registry, "policy_index_document_lag_seconds",
+                 document_id="a", status="current") is None
+    monitor.max_series = 5
+    monitor.run_cycle()
+    assert value(registry, "policy_index_document_lag_seconds",
+                 document_id="a", status="current") == 0
+    assert value(registry, "policy_index_document_lag_seconds",
+                 document_id="c", status="current") is None
+
+
 def test_all_series_include_current_documents_at_zero(setup: Setup) -> None:
     _source, _store, _clock, monitor, registry = setup
     monitor.max_series = None

@@ -29,7 +29,7 @@ def publisher() -> Iterator[KafkaEventPublisher]:
 def test_no_broker_is_unavailable_and_the_next_try_waits_for_the_interval(
     publisher: KafkaEventPublisher,
 ) -> None:
-    with pytest.raises(PublishUnavailable, match="cannot connect to Kafka at 127.0.0.1:"):
+    with pytest.raises(PublishUnavailable, match=r"cannot connect to Kafka at 127\.0\.0\.1:"):
         publisher.publish(EVENT)
     with pytest.raises(PublishUnavailable, match="next try in"):
         publisher.publish(EVENT)

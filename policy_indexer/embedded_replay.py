@@ -14,22 +14,18 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import click
 from prometheus_client import CollectorRegistry
 from tqdm import tqdm
 
 from events.changelog import ChangeLogError, read_changelog
 from events.model import ChangeEvent
 from metrics.definitions import WorkerMetrics
-from policy_indexer.commands.run import kill_hook
 from policy_indexer.embedded import Embedded, WorkerThread
-from policy_indexer.settings import Settings
-from store.errors import StoreError
-from transport.local_queue import ConsumerBusy, QueueError
+from transport.local_queue import ConsumerBusy
 
 BATCH = 500
 
@@ -49,7 +45,12 @@ class ReplayResult:
 
 
 def replay_embedded(
-    embedded: Embedded, changelog: Path, *, limit: int | None = None, progress: bool = True
+    embedded: Embedded,
+    changelog: Path,
+    *,
+    limit: int | None = None,
+    progress: bool = True,
+    checkpoint: Callable[[str], None] = lambda _step: None,
 ) -> ReplayResult:
     """Queue the log's changes, index them, return when the queue is empty.
 
@@ -78,7 +79,7 @@ def replay_embedded(
     total = embedded.queue.pending(embedded.topic)
     workers: list[WorkerThread] = []  # the one this process starts, if it may
     try:
-        processed = _wait_until_drained(embedded, workers, total, progress)
+        processed = _wait_until_drained(embedded, workers, total, progress, checkpoint)
     finally:
         for worker in workers:
             worker.stop()
@@ -97,20 +98,23 @@ def replay_embedded(
     )
 
 
-def _try_worker(embedded: Embedded) -> WorkerThread | None:
+def _try_worker(
+    embedded: Embedded, checkpoint: Callable[[str], None]
+) -> WorkerThread | None:
     """A worker thread on the queue, or None while another process consumes it."""
     try:
-        worker = embedded.worker(
-            WorkerMetrics.create(CollectorRegistry()),
-            checkpoint=kill_hook(embedded.settings.worker_kill_at),
-        )
+        worker = embedded.worker(WorkerMetrics.create(CollectorRegistry()), checkpoint=checkpoint)
     except ConsumerBusy:
         return None
     return WorkerThread(worker).start()
 
 
 def _wait_until_drained(
-    embedded: Embedded, workers: list[WorkerThread], total: int, progress: bool
+    embedded: Embedded,
+    workers: list[WorkerThread],
+    total: int,
+    progress: bool,
+    checkpoint: Callable[[str], None],
 ) -> int:
     topic = embedded.topic
     next_try = 0.0
@@ -127,28 +131,9 @@ def _wait_until_drained(
             if not workers and time.monotonic() >= next_try:
                 # Another process consumes the queue; if it dies its lease lapses
                 # and this process takes over.
-                started = _try_worker(embedded)
+                started = _try_worker(embedded, checkpoint)
                 if started is not None:
                     workers.append(started)
                 next_try = time.monotonic() + 1.0
             time.sleep(0.1)
 
-
-def run_embedded_replay(settings: Settings, changelog: Path, limit: int | None) -> None:
-    """The command-line face of ``replay_embedded``: errors become ClickExceptions."""
-    try:
-        embedded = Embedded.open(settings)
-    except (StoreError, QueueError) as exc:
-        raise click.ClickException(f"cannot open the embedded mode: {exc}") from exc
-    try:
-        result = replay_embedded(embedded, changelog, limit=limit)
-    except (ChangeLogError, ReplayStopped, StoreError, QueueError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    finally:
-        embedded.close()
-    click.echo(
-        f"replayed {result.queued} changes from {changelog} into the embedded index at "
-        f"{settings.embedded_dir}: {result.documents} documents, {result.chunks} chunks, "
-        f"{result.dead_letters} dead letters"
-        + ("" if result.consumed_here else " (indexed by the running policy-indexer)")
-    )

@@ -99,6 +99,9 @@ class LocalQueue:
                 str(self.path), timeout=busy_timeout_s, isolation_level=None,
                 check_same_thread=False,
             )
+            # Before any table exists (no effect on an older file): lets ``ack`` give
+            # the pages of committed records back, so the file stays small.
+            self._conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(SCHEMA)
@@ -145,7 +148,16 @@ class LocalQueue:
             f"commit {topic!r}",
             [("DELETE FROM queue_records WHERE topic = ? AND seq <= ?", (topic, through))],
         )
+        self._free_pages()
         return cursor.rowcount
+
+    def _free_pages(self) -> None:
+        # executescript runs the pragma to the end; execute() would free one page.
+        with self._lock:
+            try:
+                self._conn.executescript("PRAGMA incremental_vacuum;")
+            except sqlite3.Error as exc:
+                raise QueueError(f"free pages of {str(self.path)!r}: SQLite: {exc}") from exc
 
     def pending(self, topic: str) -> int:
         """Records of ``topic`` not yet committed."""
@@ -153,7 +165,7 @@ class LocalQueue:
             "count", [("SELECT count(*) FROM queue_records WHERE topic = ?", (topic,))],
             write=False,
         )
-        return int(cursor.fetchone()[0])
+        return int(cursor.fetchall()[0][0])
 
     def wait_for_records(self, timeout_s: float) -> None:
         """Sleep until this process appends, or ``timeout_s`` passes (other processes)."""

@@ -15,8 +15,12 @@ from tqdm import tqdm
 
 from consumers.transport import ensure_topics, make_producer
 from events.changelog import ChangeLogError, count_lines, read_changelog
-from policy_indexer.embedded_replay import run_embedded_replay
+from policy_indexer.commands.run import kill_hook
+from policy_indexer.embedded import Embedded
+from policy_indexer.embedded_replay import ReplayStopped, replay_embedded
 from policy_indexer.settings import Settings
+from store.errors import StoreError
+from transport.local_queue import QueueError
 
 
 @click.command()
@@ -37,7 +41,7 @@ def replay(  # noqa: PLR0917 (one parameter per click option)
     if target == "embedded":
         if topic is not None or rate is not None:
             raise click.UsageError("--topic and --rate apply to --to kafka only")
-        run_embedded_replay(settings, changelog, limit)
+        _replay_embedded(settings, changelog, limit)
         return
     topic = topic or settings.kafka_topic
     ensure_topics(settings.kafka_bootstrap_servers, [topic], partitions=settings.kafka_partitions)
@@ -63,3 +67,25 @@ def replay(  # noqa: PLR0917 (one parameter per click option)
     finally:
         producer.close(timeout=10)
     click.echo(f"published {sent} changes from {changelog} to {topic} ({target})")
+
+
+def _replay_embedded(settings: Settings, changelog: Path, limit: int | None) -> None:
+    """``--to embedded``: queue, index in this process, return when caught up."""
+    try:
+        embedded = Embedded.open(settings)
+    except (StoreError, QueueError) as exc:
+        raise click.ClickException(f"cannot open the embedded mode: {exc}") from exc
+    try:
+        result = replay_embedded(
+            embedded, changelog, limit=limit, checkpoint=kill_hook(settings.worker_kill_at)
+        )
+    except (ChangeLogError, ReplayStopped, StoreError, QueueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        embedded.close()
+    click.echo(
+        f"replayed {result.queued} changes from {changelog} into the embedded index at "
+        f"{settings.embedded_dir}: {result.documents} documents, {result.chunks} chunks, "
+        f"{result.dead_letters} dead letters"
+        + ("" if result.consumed_here else " (indexed by the running policy-indexer)")
+    )

@@ -26,7 +26,7 @@ from chunker.model import Chunk, DocumentMetadata, Neighbours, chunk_id
 from chunker.policy import SizePolicy
 from chunker.sections import Section, SlugRegistry, build_sections
 from chunker.split import Part, split_unit
-from chunker.tokens import count_tokens
+from chunker.tokens import SpanCounter, count_tokens
 
 CONTENT_TYPES = ("text/markdown", "text/html")
 _ALIASES = {"text/x-markdown": "text/markdown", "application/xhtml+xml": "text/html"}
@@ -58,19 +58,18 @@ def chunk_document(
     if not sections:
         return []
 
-    def count(start: int, end: int) -> int:
-        return count_tokens(text[start:end])
+    count = SpanCounter(text, [parsed.body_start, *(block.start for block in parsed.blocks)])
 
     drafts: list[_Draft] = []
     first_chunk: dict[int, int] = {}  # section index -> index of the chunk where it starts
     for unit in plan_units(sections, policy, count):
         head = sections[unit.sections[0]]
         if unit.tokens <= policy.max_tokens:
-            parts = [Part(unit.start, unit.end, None, False)]
+            parts = [Part(unit.start, unit.end, None, False, unit.tokens)]
         else:
             blocks = [block for index in unit.sections for block in sections[index].blocks]
             parts = split_unit(text, blocks, (unit.start, unit.end), policy, count)
-        kept = [part for part in (_trim(text, part) for part in parts) if part is not None]
+        kept = [part for part in (_trim(text, part, kind) for part in parts) if part is not None]
         for number, part in enumerate(kept, start=1):
             slug = head.slug if number == 1 else slugs.unique(f"{head.slug}-part-{number}")
             drafts.append(_Draft(head, slug, part, number, len(kept)))
@@ -134,7 +133,8 @@ def _chunk(
         embed_text=" > ".join(heading_path) + "\n" + chunk_text,
         char_start=part.start,
         char_end=part.end,
-        token_count=count_tokens(chunk_text),
+        # whitespace is free and cuts fall on whitespace, so the parts' sums are exact
+        token_count=part.tokens if common.content_type != "text/html" else count_tokens(body),
         part=draft.number if split else None,
         parts=draft.parts if split else None,
         repeated_header=part.header,
@@ -176,15 +176,18 @@ def _chunk_at(drafts: list[_Draft], recent: int, offset: int) -> int:
     return len(drafts) - 1
 
 
-def _trim(text: str, part: Part) -> Part | None:
+def _trim(text: str, part: Part, kind: str) -> Part | None:
+    """The part without surrounding whitespace; None when nothing readable is left."""
     start, end = part.start, part.end
+    if kind == "text/html" and not html_to_text(text[start:end]):
+        return None
     while start < end and text[start].isspace():
         start += 1
     while end > start and text[end - 1].isspace():
         end -= 1
     if start == end:
         return None
-    return Part(start, end, part.header, part.unsplittable)
+    return Part(start, end, part.header, part.unsplittable, part.tokens)
 
 
 def _check_identity(document_id: str, version: int) -> None:

@@ -23,6 +23,7 @@ _NEWLINE = re.compile(r"\r\n|\r|\n")
 _ANCHOR_DEF = re.compile(
     r"""<a\s[^>]*?\b(?:id|name)\s*=\s*["']([^"']+)["']|\{:?\s*#([\w\-:.]+)\s*\}""", re.IGNORECASE
 )
+_INLINE_MARKUP = re.compile(r"[\\`*_\[\]<>!&{]")
 _KINDS = {
     "paragraph_open": "paragraph",
     "bullet_list_open": "list",
@@ -61,6 +62,8 @@ def line_starts(text: str) -> list[int]:
 
 def heading_title(inline_source: str) -> tuple[str, tuple[str, ...]]:
     """Plain text of a heading's inline Markdown, and the anchor ids it defines."""
+    if not _INLINE_MARKUP.search(inline_source):  # plain words: no need to parse
+        return " ".join(inline_source.split()), ()
     anchors = tuple(a or b for a, b in _ANCHOR_DEF.findall(inline_source))
     parts: list[str] = []
     for token in _inline_parser().parseInline(inline_source):

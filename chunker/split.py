@@ -13,6 +13,7 @@ parts cover the unit exactly.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 from collections.abc import Callable, Iterator
@@ -20,14 +21,15 @@ from dataclasses import dataclass
 
 from chunker.blocks import Block
 from chunker.policy import SizePolicy
-from chunker.tokens import count_tokens
+from chunker.tokens import PIECE, count_tokens
 
 _TEXT_BOUNDARIES = (
     re.compile(r"\n[ \t]*\n\s*"),  # blank lines
     re.compile(r"\n"),  # line ends
-    re.compile(r"[.!?…][\"'”’)\]]*\s+|[。！？]\s*"),  # sentence ends  # noqa: RUF001
+    re.compile(r"[.!?…][\"'”’)\]]*\s+|[。！？](?![^\w\s])\s*"),  # sentence ends  # noqa: RUF001
     re.compile(r"\s+"),  # whitespace
 )
+_SPACE = re.compile(r"\s")
 
 Count = Callable[[int, int], int]
 
@@ -47,6 +49,7 @@ class Part:
     end: int
     header: str | None
     unsplittable: bool
+    tokens: int  # of the span plus the header: counts are additive at whitespace
 
 
 def split_unit(
@@ -77,7 +80,7 @@ class _Splitter:
             elif block is not None and block.splits:
                 yield from self._by_cuts([left, *block.splits, right], None)
             else:
-                yield from self._split_text(left, right, 0)
+                yield from self._split_text(left, right)
 
     def _by_cuts(self, cuts: list[int], header: str | None) -> Iterator[Piece]:
         for position, (left, right) in enumerate(itertools.pairwise(cuts)):
@@ -86,34 +89,57 @@ class _Splitter:
             if tokens <= self.policy.max_tokens:
                 yield Piece(left, right, tokens, row_header)
             else:
-                for piece in self._split_text(left, right, 0):
+                for piece in self._split_text(left, right):
                     yield Piece(
                         piece.start, piece.end, piece.tokens, row_header, piece.unsplittable
                     )
 
-    def _split_text(self, start: int, end: int, level: int) -> Iterator[Piece]:
-        if level == len(_TEXT_BOUNDARIES):
-            yield Piece(start, end, self.count(start, end), unsplittable=True)
-            return
-        left = start
-        for match in _TEXT_BOUNDARIES[level].finditer(self.text, start, end):
-            right = match.end()
-            if right >= end:
-                break
-            if right > left:
-                yield from self._segment(left, right, level)
-                left = right
-        if left == start:  # no boundary of this kind: go finer without recounting
-            yield from self._split_text(start, end, level + 1)
-        else:
-            yield from self._segment(left, end, level)
+    def _split_text(self, start: int, end: int) -> Iterator[Piece]:
+        """Cut one block that is too big alone into pieces of at most ``max_tokens``.
 
-    def _segment(self, start: int, end: int, level: int) -> Iterator[Piece]:
-        tokens = self.count(start, end)
-        if tokens <= self.policy.max_tokens:
-            yield Piece(start, end, tokens)
-        else:
-            yield from self._split_text(start, end, level + 1)
+        Walk forward: find where the budget runs out (the start of the token
+        after the ``max_tokens``-th), then cut at the coarsest boundary that
+        lies in the second half of that window (blank line, line end, sentence
+        end, whitespace), or at the coarsest one anywhere in it. Each step
+        looks at one window only, so the work is linear in the block's size.
+        """
+        budget = self.policy.max_tokens
+        position = start
+        while position < end:
+            # starts of the next budget + 1 tokens: where the budget runs out
+            starts = [
+                match.start()
+                for match in itertools.islice(PIECE.finditer(self.text, position, end), budget + 1)
+            ]
+            if len(starts) <= budget:
+                yield Piece(position, end, len(starts))
+                return
+            limit = starts[budget]
+            cut = _best_cut(self.text, position, limit)
+            if cut is None:  # one run with no whitespace: keep it whole, flagged
+                space = _SPACE.search(self.text, limit, end)
+                cut = space.start() if space else end
+                yield Piece(position, cut, self.count(position, cut), unsplittable=True)
+            else:
+                # whitespace is free, so the tokens before the cut are those starting before it
+                yield Piece(position, cut, bisect.bisect_left(starts, cut))
+            position = cut
+
+
+def _best_cut(text: str, start: int, limit: int) -> int | None:
+    """Cut offset in ``(start, limit]``: coarsest boundary kind, late in the window first."""
+    middle = start + (limit - start) // 2
+    fallback: int | None = None
+    for boundary in _TEXT_BOUNDARIES:
+        last = None
+        for match in boundary.finditer(text, start, limit):
+            if match.end() > start:
+                last = match.end() if match.end() <= limit else last
+        if last is not None:
+            if last >= middle:
+                return last
+            fallback = last if fallback is None else fallback
+    return fallback
 
 
 def _pack(pieces: Iterator[Piece], end: int, policy: SizePolicy) -> Iterator[Part]:
@@ -124,7 +150,7 @@ def _pack(pieces: Iterator[Piece], end: int, policy: SizePolicy) -> Iterator[Par
     total = 0
     for piece in pieces:
         if start is not None and total + piece.tokens > policy.max_tokens:
-            yield Part(start, piece.start, header, unsplittable)
+            yield Part(start, piece.start, header, unsplittable, total)
             start = None
         if start is None:
             start, header, unsplittable, total = piece.start, None, piece.unsplittable, piece.tokens
@@ -137,4 +163,4 @@ def _pack(pieces: Iterator[Piece], end: int, policy: SizePolicy) -> Iterator[Par
         else:
             total += piece.tokens
     if start is not None:
-        yield Part(start, end, header, unsplittable)
+        yield Part(start, end, header, unsplittable, total)

@@ -31,6 +31,24 @@ is registered at import. Names, types and meanings:
 - ``policy_indexer_heartbeat_timestamp_seconds`` gauge: Unix time of the worker loop's last
   turn (a poll); an idle worker still beats, a stuck one does not.
 - ``policy_indexer_build_info{version}`` gauge 1: the running version.
+
+The nightly reindex and its scheduler (issue 7), ``ReindexMetrics.create(registry)``:
+
+- ``policy_indexer_reindex_last_success_timestamp_seconds`` gauge: Unix time the last
+  successful (non-dry) reconcile ended, read back from the run log so it survives restarts
+  and counts runs by hand and by other replicas; 0: never. The 26-hour alert watches it.
+- ``policy_indexer_reindex_last_outcome{outcome}`` gauge: 1 for the outcome of the last
+  reconcile (``success``, ``failed``, ``refused``), 0 for the others.
+- ``policy_indexer_reindex_last_duration_seconds`` gauge: wall time of the last reconcile.
+- ``policy_indexer_reindex_last_documents{decision}`` gauge: documents per decision in the
+  last reconcile (``up_to_date``, ``reindex``, ``delete``, ``repair``, ``tombstone``, ``ahead``).
+- ``policy_indexer_reindex_runs_total{job,outcome}`` counter: job runs (``reconcile``,
+  ``sweep``) by outcome, counted by the process that ran them.
+- ``policy_indexer_reindex_documents_total{decision}`` counter: documents per decision,
+  summed over runs.
+- ``policy_indexer_sweep_last_success_timestamp_seconds`` gauge: as above, for the sweep.
+- ``policy_indexer_scheduler_lease_skips_total{job}`` counter: occurrences this replica left
+  to another (lease held or the occurrence already run).
 """
 
 from __future__ import annotations
@@ -142,3 +160,73 @@ def _build_info(registry: CollectorRegistry) -> Info:
         version = "unknown"
     info.info({"version": version})
     return info
+
+
+REINDEX_OUTCOMES = ("success", "failed", "refused")
+REINDEX_DECISIONS = ("up_to_date", "reindex", "delete", "repair", "tombstone", "ahead")
+
+
+@dataclass(frozen=True)
+class ReindexMetrics:
+    """The reindex scheduler's metrics (listed in the module docstring)."""
+
+    last_success: Gauge
+    last_outcome: Gauge
+    last_duration: Gauge
+    last_documents: Gauge
+    runs: Counter
+    documents: Counter
+    sweep_last_success: Gauge
+    lease_skips: Counter
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry) -> ReindexMetrics:
+        ns = NAMESPACE
+        metrics = cls(
+            last_success=Gauge(
+                "reindex_last_success_timestamp_seconds",
+                "Unix time the last successful reconcile ended (0: never).",
+                namespace=ns, registry=registry,
+            ),
+            last_outcome=Gauge("reindex_last_outcome", "1 for the last reconcile's outcome.",
+                               ["outcome"], namespace=ns, registry=registry),
+            last_duration=Gauge("reindex_last_duration_seconds",
+                                "Wall time of the last reconcile.", namespace=ns,
+                                registry=registry),
+            last_documents=Gauge("reindex_last_documents",
+                                 "Documents per decision in the last reconcile.", ["decision"],
+                                 namespace=ns, registry=registry),
+            runs=Counter("reindex_runs", "Reindex job runs by outcome.", ["job", "outcome"],
+                         namespace=ns, registry=registry),
+            documents=Counter("reindex_documents", "Documents per reconcile decision.",
+                              ["decision"], namespace=ns, registry=registry),
+            sweep_last_success=Gauge(
+                "sweep_last_success_timestamp_seconds",
+                "Unix time the last successful sweep ended (0: never).",
+                namespace=ns, registry=registry,
+            ),
+            lease_skips=Counter("scheduler_lease_skips",
+                                "Job occurrences left to another scheduler replica.", ["job"],
+                                namespace=ns, registry=registry),
+        )
+        for decision in REINDEX_DECISIONS:
+            metrics.documents.labels(decision=decision)
+        for job in ("reconcile", "sweep"):
+            metrics.lease_skips.labels(job=job)
+            for outcome in REINDEX_OUTCOMES:
+                metrics.runs.labels(job=job, outcome=outcome)
+        return metrics
+
+    def record_reconcile(
+        self, outcome: str, duration_s: float, decided: dict[str, int], ended_at: float
+    ) -> None:
+        for known in REINDEX_OUTCOMES:
+            self.last_outcome.labels(outcome=known).set(1 if known == outcome else 0)
+        self.last_duration.set(duration_s)
+        for decision in REINDEX_DECISIONS:
+            count = decided.get(decision, 0)
+            self.last_documents.labels(decision=decision).set(count)
+            self.documents.labels(decision=decision).inc(count)
+        self.runs.labels(job="reconcile", outcome=outcome).inc()
+        if outcome == "success":
+            self.last_success.set(ended_at)

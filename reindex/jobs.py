@@ -1,0 +1,190 @@
+"""The two jobs, each in one try/finally that maps what happened to a recorded outcome.
+
+``JobRunner.reconcile`` and ``JobRunner.sweep``: take the job's lease (renewed
+while the job runs), save a ``running`` record, run, save the ended record with
+outcome and counts, update the metrics, give the lease back. A run that cannot
+take the lease returns None and records nothing (another replica acts). Used by
+the scheduler and by ``policy-indexer reindex``, so a run by hand is recorded
+and leased like a scheduled one.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import structlog
+
+from consumers.processor import EventProcessor
+from deleter.sweep import SweepReport, sweep
+from metrics.definitions import ReindexMetrics
+from reindex.errors import LeaseError
+from reindex.lease import Lease, LeaseRecord, utcnow
+from reindex.model import Outcome, ReconcileReport
+from reindex.reconcile import ReconcileOptions, Reconciler
+from reindex.runs import RunLog, RunRecord
+from sources.base import Source
+from store.base import Store
+from store.errors import StoreError
+
+log = structlog.get_logger(__name__)
+
+RECONCILE = "reconcile"
+SWEEP = "sweep"
+
+
+def default_holder() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass
+class JobRunner:
+    source: Source
+    store: Store
+    run_log: RunLog
+    lease: Lease
+    lease_ttl: timedelta
+    holder: str = field(default_factory=default_holder)
+    metrics: ReindexMetrics | None = None
+    max_delete_fraction: float = 0.10
+    sweep_grace: timedelta = timedelta(minutes=10)
+    trigger: str = "scheduled"
+    spacing: timedelta | None = None  # scheduled runs: see reindex.lease
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    on_close: Callable[[], None] = lambda: None
+
+    def reconcile(
+        self,
+        *,
+        dry_run: bool = False,
+        allow_mass_delete: bool = False,
+        checkpoint: Callable[[str], None] = lambda _step: None,
+    ) -> ReconcileReport | None:
+        with self._leased(RECONCILE) as lost:
+            if lost is None:
+                return None
+            record = self._start(RECONCILE, dry_run)
+            started = time.monotonic()
+            report = ReconcileReport(dry_run=dry_run, error="the run ended unexpectedly")
+            try:
+                report = Reconciler(
+                    self.source,
+                    self.store,
+                    processor=EventProcessor(self.store, checkpoint=checkpoint),
+                    options=ReconcileOptions(dry_run, allow_mass_delete,
+                                             self.max_delete_fraction),
+                    should_stop=lambda: self.stop_event.is_set() or lost.is_set(),
+                ).run()
+                if lost.is_set() and report.error is None:
+                    report.error = "the lease was lost during the run"
+            finally:
+                ended = utcnow()
+                self.run_log.save(record.finished(
+                    ended, report.outcome.value, report.counts(), _error(report)
+                ))
+                log.info("reconcile ended", outcome=report.outcome.value, run_id=record.run_id,
+                         decided=dict(report.decided), applied=dict(report.applied))
+                if self.metrics is not None and not dry_run:
+                    self.metrics.record_reconcile(
+                        report.outcome.value, time.monotonic() - started,
+                        dict(report.decided), ended.timestamp(),
+                    )
+            return report
+
+    def sweep(self) -> SweepReport | None:
+        with self._leased(SWEEP) as lost:
+            if lost is None:
+                return None
+            record = self._start(SWEEP, False)
+            outcome, error, report = Outcome.FAILED, None, None
+            try:
+                report = sweep(self.store, grace=self.sweep_grace)
+                outcome = Outcome.SUCCESS
+            except StoreError as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                log.error("sweep failed", error=error)
+            finally:
+                counts = {"examined": report.examined, "deleted": report.deleted} if report else {}
+                ended = utcnow()
+                self.run_log.save(record.finished(ended, outcome.value, counts, error))
+                if self.metrics is not None:
+                    self.metrics.runs.labels(job=SWEEP, outcome=outcome.value).inc()
+                    if outcome is Outcome.SUCCESS:
+                        self.metrics.sweep_last_success.set(ended.timestamp())
+            return report
+
+    def refresh_metrics(self) -> None:
+        """Export the last successes from the shared run log (any replica, runs by hand)."""
+        if self.metrics is None:
+            return
+        for job, gauge in ((RECONCILE, self.metrics.last_success),
+                           (SWEEP, self.metrics.sweep_last_success)):
+            last = self.run_log.last_success(job)
+            if last is not None and last.ended_at is not None:
+                gauge.set(last.ended_at.timestamp())
+
+    def close(self) -> None:
+        self.on_close()
+
+    def _start(self, job: str, dry_run: bool) -> RunRecord:
+        record = RunRecord(uuid.uuid4().hex, job, self.trigger, self.holder, utcnow(),
+                           dry_run=dry_run)
+        self.run_log.save(record)
+        log.info("job started", job=job, run_id=record.run_id, trigger=self.trigger)
+        return record
+
+    @contextmanager
+    def _leased(self, job: str) -> Iterator[threading.Event | None]:
+        """Yields an event set if the lease is lost mid-run, or None if not taken."""
+        held, why = self.lease.acquire(job, self.holder, self.lease_ttl, spacing=self.spacing)
+        if held is None:
+            log.info("job left to another replica", job=job, reason=why)
+            if self.metrics is not None:
+                self.metrics.lease_skips.labels(job=job).inc()
+            yield None
+            return
+        lost, done = threading.Event(), threading.Event()
+        keeper = threading.Thread(target=self._keep, args=(held, lost, done),
+                                  name=f"lease-{job}", daemon=True)
+        keeper.start()
+        try:
+            yield lost
+        finally:
+            done.set()
+            keeper.join()
+            try:
+                self.lease.release(held)
+            except LeaseError as exc:  # it expires by itself
+                log.warning("could not release the lease", job=job, error=str(exc))
+
+    def _keep(self, held: LeaseRecord, lost: threading.Event, done: threading.Event) -> None:
+        interval = self.lease_ttl.total_seconds() / 3
+        while not done.wait(interval):
+            try:
+                renewed = self.lease.renew(held, self.lease_ttl)
+            except LeaseError as exc:
+                log.warning("lease renewal failed", job=held.job, error=str(exc))
+                continue  # try again; it is lost only when someone else holds it
+            if renewed is None:
+                log.error("lease lost to another replica", job=held.job)
+                lost.set()
+                return
+            held = renewed
+
+
+def _error(report: ReconcileReport) -> str | None:
+    if report.error:
+        return report.error
+    if report.failures:
+        return f"{len(report.failures)} document(s) failed: " + "; ".join(report.failures[:5])
+    if report.refused:
+        return (f"refused: {report.decided.get('delete', 0)} deletions above the cap of "
+                f"{report.deletions_allowed}; confirm with --allow-mass-delete")
+    return None

@@ -1,0 +1,259 @@
+"""Reconcile: make the index the source's current state, through the worker's own path.
+
+Order matters. The index is read first and the source listed second, so a
+document created at the source and indexed by a worker while the run starts
+is in the listing whenever it is in the index view: it can never look "gone
+from the source". Every action then goes through ``EventProcessor.handle``
+(the version guard, the state write and the delete step of a change event);
+only a same-version chunk repair uses ``reindex.repair``.
+
+Safety:
+
+- the listing is complete or the run fails: an error after any number of
+  entries, a duplicate id (a pagination that shifted), or an empty listing
+  while the index holds documents raises ``ListingFailedError``; nothing is
+  deleted and the run is reported failed;
+- a document missing from the listing is deleted only after the source
+  confirms it (``get_document`` says not found) and only if its state is
+  still the one the plan saw;
+- deletions above ``max_delete_fraction`` of the indexed documents are
+  refused unless ``allow_mass_delete``: the run applies the other actions,
+  deletes nothing and ends ``refused``;
+- everything is idempotent: a run killed anywhere is finished by the next.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pydantic
+import structlog
+
+from consumers.errors import PoisonEvent
+from consumers.processor import EventProcessor
+from events.model import Action, ChangeEvent
+from reindex.errors import ListingFailedError, RunInterrupted
+from reindex.index_view import read_index
+from reindex.model import Decision, PlannedAction, ReconcileReport
+from reindex.plan import plan
+from reindex.repair import remove_leftovers, rewrite
+from sources.base import Source, SourceDocument, SourceEntry
+from sources.errors import DocumentNotFoundError, SourceDataError, SourceError
+from store.base import Store
+from store.errors import RejectedDocumentError, StoreError
+
+log = structlog.get_logger(__name__)
+
+_SAMPLES = 20
+
+
+@dataclass(frozen=True)
+class ReconcileOptions:
+    dry_run: bool = False
+    allow_mass_delete: bool = False
+    max_delete_fraction: float = 0.10
+
+
+def list_source(source: Source, *, indexed_live: int) -> dict[str, SourceEntry]:
+    """The whole listing, or ``ListingFailedError``: never a partial one."""
+    entries: dict[str, SourceEntry] = {}
+    try:
+        for entry in source.list_documents():
+            if entry.document_id in entries:
+                raise ListingFailedError(
+                    f"source {source.name!r} listed document {entry.document_id!r} twice "
+                    f"(after {len(entries)} entries): the listing is inconsistent"
+                )
+            entries[entry.document_id] = entry
+    except SourceError as exc:
+        raise ListingFailedError(
+            f"listing source {source.name!r} failed after {len(entries)} entries: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    if not entries and indexed_live > 0:
+        raise ListingFailedError(
+            f"source {source.name!r} listed no documents while the index holds {indexed_live}: "
+            "an empty listing is treated as an outage, not as 'everything is gone'"
+        )
+    return entries
+
+
+def deletion_cap(indexed_live: int, fraction: float) -> int:
+    return math.floor(indexed_live * fraction)
+
+
+class Reconciler:
+    def __init__(
+        self,
+        source: Source,
+        store: Store,
+        *,
+        processor: EventProcessor | None = None,
+        options: ReconcileOptions | None = None,
+        should_stop: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self.source = source
+        self.store = store
+        self.processor = processor or EventProcessor(store)
+        self.options = options or ReconcileOptions()
+        self.should_stop = should_stop
+        self._run_tag = uuid.uuid4().hex[:12]
+        self._events = 0
+
+    def run(self) -> ReconcileReport:
+        """Never raises for a run-level failure: ``report.error`` says why (outcome failed)."""
+        report = ReconcileReport(dry_run=self.options.dry_run)
+        try:
+            self._run(report)
+        except (ListingFailedError, RunInterrupted, SourceError, StoreError) as exc:
+            report.error = f"{type(exc).__name__}: {exc}"
+            log.error("reconcile failed", error=report.error)
+        return report
+
+    def _run(self, report: ReconcileReport) -> None:
+        index = read_index(self.store)
+        report.indexed_documents = sum(1 for d in index.values() if not d.deleted)
+        listing = list_source(self.source, indexed_live=report.indexed_documents)
+        report.source_documents = len(listing)
+        actions = [a for a in plan(listing, index) if self._count(report, a)]
+        del index
+        deletions = [a for a in actions if a.decision is Decision.DELETE]
+        report.deletions_allowed = deletion_cap(
+            report.indexed_documents, self.options.max_delete_fraction
+        )
+        if len(deletions) > report.deletions_allowed and not self.options.allow_mass_delete:
+            report.refused = True
+            log.error(
+                "reconcile refuses a mass deletion",
+                deletions=len(deletions),
+                allowed=report.deletions_allowed,
+                indexed=report.indexed_documents,
+                confirm="run `policy-indexer reindex --allow-mass-delete` after checking the "
+                "source really lost these documents",
+                samples=[a.document_id for a in deletions[:10]],
+            )
+            deletions = []
+        if self.options.dry_run:
+            return
+        others = [a for a in actions if a.decision is not Decision.DELETE]
+        self._apply_all(report, others, listing)
+        self._apply_all(report, deletions, listing)
+
+    def _count(self, report: ReconcileReport, action: PlannedAction) -> bool:
+        """Count the decision; True when the action needs work."""
+        report.decided[action.decision.value] += 1
+        report.reasons[action.reason] += 1
+        if action.decision is Decision.UP_TO_DATE:
+            return False
+        if len(report.samples) < _SAMPLES:
+            report.samples.append(
+                f"{action.decision.value} ({action.reason}): {action.document_id} "
+                f"index v{action.index_version} source v{action.source_version}"
+            )
+        return action.decision is not Decision.AHEAD  # reported, never undone
+
+    def _apply_all(
+        self,
+        report: ReconcileReport,
+        actions: Iterable[PlannedAction],
+        listing: dict[str, SourceEntry],
+    ) -> None:
+        for action in actions:
+            if self.should_stop():
+                raise RunInterrupted(
+                    f"stop requested after {sum(report.applied.values())} actions; "
+                    "the next run finishes the work"
+                )
+            try:
+                outcome = self._apply(action, listing.get(action.document_id))
+            except (PoisonEvent, RejectedDocumentError, SourceDataError,
+                    pydantic.ValidationError) as exc:
+                report.failures.append(f"{action.document_id}: {type(exc).__name__}: {exc}")
+                log.error("reconcile could not apply", document_id=action.document_id,
+                          decision=action.decision.value, error=str(exc))
+                continue
+            report.applied[outcome] += 1
+
+    def _apply(self, action: PlannedAction, entry: SourceEntry | None) -> str:
+        doc_id = action.document_id
+        if action.decision is Decision.REINDEX:
+            try:
+                document = self.source.get_document(doc_id)
+            except DocumentNotFoundError:
+                return "vanished"  # deleted since the listing: the next run sees it
+            return self.processor.handle(self._upsert(document)).value
+        if action.decision is Decision.TOMBSTONE and entry is not None:
+            event = self._delete(doc_id, entry.version, entry.changed_at)
+            return self.processor.handle(event).value
+        if action.decision is Decision.DELETE:
+            return self._apply_delete(action, entry)
+        if action.decision is Decision.REPAIR:
+            return self._apply_repair(action)
+        raise ValueError(f"no way to apply decision {action.decision!r} to {doc_id!r}")
+
+    def _apply_delete(self, action: PlannedAction, entry: SourceEntry | None) -> str:
+        doc_id = action.document_id
+        state = self.store.get_state(doc_id)
+        if state is None or state.deleted or state.version != action.index_version:
+            return "changed_meanwhile"
+        if entry is not None and entry.deleted:
+            event = self._delete(doc_id, entry.version, entry.changed_at)
+            return self.processor.handle(event).value
+        try:
+            found = self.source.get_document(doc_id)
+        except DocumentNotFoundError:
+            event = self._delete(doc_id, state.version + 1, datetime.now(UTC))
+            return self.processor.handle(event).value
+        raise SourceDataError(
+            f"the listing left out {doc_id!r} but the source returns it at version "
+            f"{found.version}: not deleted (the listing is incomplete)"
+        )
+
+    def _apply_repair(self, action: PlannedAction) -> str:
+        doc_id = action.document_id
+        state = self.store.get_state(doc_id)
+        if state is None or state.version != action.index_version:
+            return "changed_meanwhile"
+        if state.deleted:
+            remove_leftovers(self.processor, state)
+            return "repaired"
+        try:
+            document = self.source.get_document(doc_id)
+        except DocumentNotFoundError:
+            return "vanished"
+        event = self._upsert(document)
+        if document.version != state.version:
+            return self.processor.handle(event).value
+        rewrite(self.processor, event, state)
+        return "repaired"
+
+    def _event_id(self) -> str:
+        self._events += 1
+        return f"reindex-{self._run_tag}-{self._events}"
+
+    def _upsert(self, document: SourceDocument) -> ChangeEvent:
+        return ChangeEvent(
+            event_id=self._event_id(),
+            document_id=document.document_id,
+            action=Action.UPSERT,
+            version=document.version,
+            changed_at=document.changed_at,
+            received_at=datetime.now(UTC),
+            content_type=document.content_type,
+            content=document.content,
+            metadata=document.metadata,
+        )
+
+    def _delete(self, document_id: str, version: int, changed_at: datetime) -> ChangeEvent:
+        return ChangeEvent(
+            event_id=self._event_id(),
+            document_id=document_id,
+            action=Action.DELETE,
+            version=version,
+            changed_at=changed_at,
+            received_at=datetime.now(UTC),
+        )

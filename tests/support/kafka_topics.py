@@ -21,9 +21,11 @@ def temporary_topic(bootstrap: str, name: str, partitions: int = 3) -> Iterator[
         name, num_partitions=partitions, replication_factor=1,
         topic_configs={"max.message.bytes": str(MAX_MESSAGE_BYTES)},
     )]))
-    yield name
-    # A fresh client: the broker may have restarted since (the outage test).
-    _admin(bootstrap, lambda admin: admin.delete_topics([name]))
+    try:
+        yield name
+    finally:
+        # A fresh client: the broker may have restarted since (the outage test).
+        _admin(bootstrap, lambda admin: admin.delete_topics([name]))
 
 
 def _admin(bootstrap: str, action: Callable[[KafkaAdminClient], object]) -> None:

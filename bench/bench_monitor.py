@@ -1,0 +1,159 @@
+"""Cost of one freshness-monitor cycle (source listing + index scan), and its peak memory.
+
+    .venv/bin/python bench/bench_monitor.py                 # 1,000 and 100,000 documents
+    .venv/bin/python bench/bench_monitor.py --sizes 1000 --chunks-per-doc 5
+
+For each size it writes a change log of N documents (the source, read by the real
+``ChangeLogSource``) and builds an index that streams N document states and
+N x chunks-per-doc chunk references the way a store's scroll does (an in-process
+implementation of the Store protocol, so the figure is the monitor's own cost,
+not Elasticsearch's). The mix: 5% of documents behind, 1% missing from the
+index, 1% deleted at the source, 1% only in the index, 1% with a leftover chunk.
+
+Baseline, in the same run: the bare cost of reading the same listing, states and
+chunks (iterate and count, no join, no lag). The ratio monitor/baseline is what
+the monitor's arithmetic adds. Peak memory is measured by tracemalloc in a second
+pass (tracemalloc slows Python, so times come from the first pass).
+Goal (issue 6): 100,000 documents under 10 s and 300 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import json
+import resource
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from metrics.freshness import LagMemory, measure
+from sources.changelog import ChangeLogSource
+from store.model import ChunkRef, DocumentState
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def kind(i: int) -> str:
+    bucket = i % 100
+    return {0: "missing", 1: "deleted", 2: "index_only", 3: "leftover"}.get(
+        bucket, "behind" if bucket < 9 else "current"
+    )
+
+
+def write_source(path: Path, n: int) -> None:
+    with path.open("w", encoding="utf-8") as f:
+        for i in range(n):
+            k = kind(i)
+            if k == "index_only":
+                continue
+            version = 3 if k in ("behind", "deleted") else 2
+            record = {
+                "seq": i, "document_id": f"policies/doc-{i:06d}", "path": f"doc-{i}.md",
+                "action": "delete" if k == "deleted" else "upsert", "version": version,
+                "changed_at": (NOW - timedelta(minutes=i % 500)).isoformat(), "commit": "b",
+            }
+            if k != "deleted":
+                record["content"] = "# Policy\n\nShort body."
+            f.write(json.dumps(record) + "\n")
+
+
+class GeneratedIndex:
+    """Streams states and chunk refs like a store's scroll; implements what the monitor uses."""
+
+    def __init__(self, n: int, chunks_per_doc: int) -> None:
+        self.n, self.chunks_per_doc = n, chunks_per_doc
+
+    def refresh(self) -> None:
+        return None
+
+    def iter_states(self) -> Iterator[DocumentState]:
+        indexed_at = NOW - timedelta(hours=1)
+        for i in range(self.n):
+            if kind(i) == "missing":
+                continue
+            doc = f"policies/doc-{i:06d}"
+            ids = tuple(f"{doc}@v2#s{c}" for c in range(self.chunks_per_doc))
+            yield DocumentState(doc, 2, NOW - timedelta(days=1), indexed_at, chunk_ids=ids)
+
+    def iter_chunks(self) -> Iterator[ChunkRef]:
+        indexed_at = NOW - timedelta(hours=1)
+        for i in range(self.n):
+            k = kind(i)
+            if k == "missing":
+                continue
+            doc = f"policies/doc-{i:06d}"
+            for c in range(self.chunks_per_doc):
+                yield ChunkRef(f"{doc}@v2#s{c}", doc, 2, indexed_at)
+            if k == "leftover":
+                yield ChunkRef(f"{doc}@v1#s0", doc, 1, indexed_at)
+
+
+def monitor_cycle(source: ChangeLogSource, index: GeneratedIndex) -> object:
+    source.close()  # drop the source's cache: every cycle reads the file
+    index.refresh()
+    return measure(source.list_documents(), index.iter_states(), index.iter_chunks(),
+                   now=NOW, memory=LagMemory(), max_series=100, grace=timedelta(minutes=10))
+
+
+def baseline(source: ChangeLogSource, index: GeneratedIndex) -> object:
+    source.close()
+    count = sum(1 for _ in source.list_documents())
+    count += sum(1 for _ in index.iter_states())
+    return count + sum(1 for _ in index.iter_chunks())
+
+
+def timed(fn: Callable[[], object], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        started = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def peak_mb(fn: Callable[[], object]) -> float:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 100_000])
+    parser.add_argument("--chunks-per-doc", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    print(f"{'documents':>10} {'chunks':>9} {'monitor s':>10} {'baseline s':>11} {'ratio':>6} "
+          f"{'monitor MB':>11} {'baseline MB':>12}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in args.sizes:
+            path = Path(tmp) / f"source-{n}.jsonl"
+            write_source(path, n)
+            source, index = ChangeLogSource(path), GeneratedIndex(n, args.chunks_per_doc)
+            snapshot = monitor_cycle(source, index)
+            chunks = snapshot.chunks_examined  # type: ignore[attr-defined]
+            repeat = args.repeat if n <= 10_000 else 1
+            run_monitor = functools.partial(monitor_cycle, source, index)
+            run_baseline = functools.partial(baseline, source, index)
+            t_monitor, t_base = timed(run_monitor, repeat), timed(run_baseline, repeat)
+            m_monitor, m_base = peak_mb(run_monitor), peak_mb(run_baseline)
+            print(f"{n:>10,} {chunks:>9,} {t_monitor:>10.3f} {t_base:>11.3f} "
+                  f"{t_monitor / t_base:>6.2f} {m_monitor:>11.1f} {m_base:>12.1f}")
+            print(f"{'':>10} behind={snapshot.behind}"  # type: ignore[attr-defined]
+                  f" leftovers={snapshot.leftover_versions}")  # type: ignore[attr-defined]
+    max_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"max RSS of the whole run (includes tracemalloc's own overhead): {max_rss:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

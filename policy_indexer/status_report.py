@@ -1,0 +1,121 @@
+"""The numbers behind ``policy-indexer status``: per-document freshness, leftovers, dead letters.
+
+One pass over the source listing (when a source is configured), the index's
+states and its chunks, with the monitor's own definitions: lag from
+``metrics.lag.document_lag`` and leftovers from ``deleter.sweep.classify``. It
+is a single snapshot, so for a document that changed several times since the
+index last caught up, lag counts from the latest change the listing shows (the
+running monitor, which remembers earlier cycles, counts from the first).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from deleter.sweep import classify
+from metrics.lag import document_lag
+from sources.base import SourceEntry
+from store.model import ChunkRef, DocumentState
+
+
+@dataclass(frozen=True)
+class DocumentStatus:
+    document_id: str
+    source_version: int | None  # None: no source configured, or the source lacks it
+    indexed_version: int | None  # None: not in the index
+    deleted_at_source: bool
+    deleted_in_index: bool
+    status: str  # current | behind | missing_from_index | deleted_at_source | unknown
+    lag_seconds: float | None  # None: unknown without a source
+    chunks: int
+
+
+@dataclass
+class StatusReport:
+    mode: str
+    index: str
+    source: str | None
+    taken_at: datetime
+    documents: list[DocumentStatus] = field(default_factory=list)
+    leftover_versions: int = 0
+    dead_letters: int | None = None
+    queued: int | None = None
+    last_reindex: datetime | None = None
+
+    @property
+    def max_lag_seconds(self) -> float | None:
+        if self.source is None:
+            return None
+        return max((d.lag_seconds or 0.0 for d in self.documents), default=0.0)
+
+    @property
+    def behind(self) -> int:
+        return sum(d.status not in ("current", "unknown") for d in self.documents)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "index": self.index,
+            "source": self.source,
+            "taken_at": self.taken_at.isoformat(),
+            "documents": [asdict(d) for d in self.documents],
+            "max_lag_seconds": self.max_lag_seconds,
+            "behind": self.behind,
+            "leftover_versions": self.leftover_versions,
+            "dead_letters": self.dead_letters,
+            "queued": self.queued,
+            "last_reindex": self.last_reindex.isoformat() if self.last_reindex else None,
+        }
+
+
+def document_statuses(
+    listing: Iterable[SourceEntry] | None,
+    states: Iterable[DocumentState],
+    chunks: Iterable[ChunkRef],
+    *,
+    now: datetime,
+    grace: timedelta,
+) -> tuple[list[DocumentStatus], int]:
+    """Every document live at the source or in the index, and the leftover count.
+
+    Documents deleted on both sides (or, without a source, deleted in the index)
+    are left out when no chunk of theirs remains: they are current and hold nothing.
+    """
+    indexed = {s.document_id: s for s in states}
+    counts: Counter[str] = Counter()
+    leftovers = 0
+    for ref in chunks:
+        counts[ref.document_id] += 1
+        if classify(ref, indexed.get(ref.document_id), now, grace) not in (None, "grace"):
+            leftovers += 1
+    entries = {e.document_id: e for e in listing} if listing is not None else None
+    ids = set(indexed) | set(entries or ())
+    result: list[DocumentStatus] = []
+    for doc in sorted(ids):
+        state = indexed.get(doc)
+        entry = entries.get(doc) if entries is not None else None
+        gone_at_source = entries is None or entry is None or entry.deleted
+        if gone_at_source and (state is None or state.deleted) and not counts[doc]:
+            continue
+        if entries is None:
+            status, lag = "unknown", None
+        else:
+            absent_since = now if entry is None else None
+            found = document_lag(doc, entry, state, absent_since=absent_since)
+            status = found.status.value if found is not None else "current"
+            lag = found.seconds(now) if found is not None else 0.0
+        result.append(DocumentStatus(
+            document_id=doc,
+            source_version=entry.version if entry is not None else None,
+            indexed_version=state.version if state is not None else None,
+            deleted_at_source=bool(entry is not None and entry.deleted),
+            deleted_in_index=bool(state is not None and state.deleted),
+            status=status,
+            lag_seconds=lag,
+            chunks=counts[doc],
+        ))
+    return result, leftovers

@@ -10,20 +10,25 @@ lag are unknown (``null``) and said so.
 from __future__ import annotations
 
 import json
+import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import click
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 
+from policy_indexer.commands.reindex import SCHEDULER_FILE
 from policy_indexer.commands.run import open_store
 from policy_indexer.embedded import Embedded, index_path
 from policy_indexer.settings import Settings
 from policy_indexer.sources import SourceNotConfiguredError, open_configured_source
 from policy_indexer.status_report import StatusReport, document_statuses
+from reindex.backends_es import ElasticsearchRunLog
+from reindex.backends_sqlite import SchedulerDatabase
 from sources.base import SourceEntry
 from sources.errors import SourceError
 from store.base import Store
+from store.elasticsearch import ElasticsearchStore
 from store.errors import StoreError
 from transport.local_queue import QueueError
 
@@ -46,6 +51,28 @@ def _kafka_dead_letters(settings: Settings) -> int | None:
         return None
     finally:
         consumer.close()
+
+
+def _last_reindex(settings: Settings, store: Store) -> datetime | None:
+    """When the last successful (non-dry) reconcile ended, from the reindex run log."""
+    try:
+        if isinstance(store, ElasticsearchStore):
+            record = ElasticsearchRunLog(store.client, settings.index_prefix).last_success(
+                "reconcile"
+            )
+        else:
+            path = settings.embedded_dir / SCHEDULER_FILE
+            if not path.exists():
+                return None
+            database = SchedulerDatabase(path)
+            try:
+                database.ensure_ready()
+                record = database.last_success("reconcile")
+            finally:
+                database.close()
+    except (StoreError, sqlite3.Error):
+        return None  # no run log yet: never reindexed
+    return record.ended_at if record is not None else None
 
 
 def _listing(settings: Settings) -> tuple[str | None, list[SourceEntry] | None]:
@@ -86,6 +113,7 @@ def build_report(settings: Settings) -> StatusReport:
             listing, store.iter_states(), store.iter_chunks(), now=now, grace=grace
         )
         report = StatusReport(settings.pipeline, where, source_name, now, docs, leftovers)
+        report.last_reindex = _last_reindex(settings, store)
         if embedded is not None:
             report.dead_letters = len(embedded.queue.dead_letters(embedded.topic))
             report.queued = embedded.queue.pending(embedded.topic)

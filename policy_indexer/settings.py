@@ -9,7 +9,7 @@ Core packages never read settings; the command line passes values down.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.triggers.cron import CronTrigger
@@ -113,10 +113,9 @@ class Settings(BaseSettings):
         60.0, gt=0, description="How often the monitor lists the source and the index."
     )
     monitor_metrics_port: int = Field(9465, ge=0, le=65535, description="Monitor's /metrics.")
-    monitor_max_document_series: int | None = Field(
+    monitor_max_document_series: Annotated[int, Field(ge=0)] | Literal["all"] = Field(
         100,
-        ge=0,
-        description="Per-document lag series exported: the N most lagging (None: all).",
+        description="Per-document lag series exported: the N most lagging, or 'all'.",
     )
     freshness_lag_bound_seconds: float = Field(
         3600.0,

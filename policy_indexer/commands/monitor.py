@@ -51,9 +51,10 @@ def monitor(settings: Settings, port: int | None, interval: float | None, once: 
     except (SourceNotConfiguredError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     store = open_index(settings)
+    series = settings.monitor_max_document_series
     freshness = FreshnessMonitor(
         source, store,
-        max_series=settings.monitor_max_document_series,
+        max_series=None if series == "all" else series,
         grace=timedelta(seconds=settings.sweep_grace_seconds),
     )
     try:

@@ -9,8 +9,11 @@ from policy_indexer.commands.monitor import monitor
 from policy_indexer.commands.reindex import reindex
 from policy_indexer.commands.replay import replay
 from policy_indexer.commands.run import run
+from policy_indexer.commands.scheduler import scheduler
 from policy_indexer.commands.status import status
 from policy_indexer.commands.sweep import sweep
 from policy_indexer.commands.webhook import webhook
 
-REGISTERED: list[click.Command] = [config, run, webhook, replay, sweep, monitor, reindex, status]
+REGISTERED: list[click.Command] = [
+    config, run, webhook, replay, sweep, monitor, reindex, status, scheduler,
+]

@@ -1,0 +1,101 @@
+"""Two scheduler replicas on one Elasticsearch: each job occurrence runs once."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from apscheduler.events import EVENT_JOB_EXECUTED, JobExecutionEvent
+from apscheduler.schedulers.background import BackgroundScheduler
+from prometheus_client import CollectorRegistry
+from support.reindex_library import Library
+
+from metrics.definitions import ReindexMetrics
+from policy_indexer.commands.reindex import open_runner
+from policy_indexer.settings import Settings
+from reindex.backends_es import ElasticsearchRunLog
+from reindex.jobs import JobRunner
+from reindex.scheduler import build_scheduler
+from sources.changelog import ChangeLogSource
+from store.elasticsearch import ElasticsearchStore
+
+pytestmark = pytest.mark.services
+ZONE = ZoneInfo("Europe/Paris")
+
+
+@pytest.fixture
+def settings(elasticsearch_url: str, unique: str, tmp_path: Path) -> Iterator[Settings]:
+    library = Library(tmp_path / "changes.jsonl")
+    for n in range(5):
+        library.upsert(f"doc-{n}", 1)
+    library.write()
+    yield Settings(pipeline="kafka", elasticsearch_url=elasticsearch_url, index_prefix=unique,
+                   source_kind="changelog", source_path=str(library.path),
+                   reindex_timezone="Europe/Paris", sweep_grace_seconds=0)
+    store = ElasticsearchStore.connect(elasticsearch_url, unique)
+    store.delete_everything()
+    store.client.options(ignore_status=404).indices.delete(index=f"{unique}-reindex-*")
+    store.close()
+
+
+def replica(settings: Settings, name: str) -> tuple[JobRunner, BackgroundScheduler,
+                                                    CollectorRegistry]:
+    registry = CollectorRegistry()
+    store = ElasticsearchStore.connect(settings.elasticsearch_url, settings.index_prefix)
+    runner = open_runner(settings, ChangeLogSource(str(settings.source_path)), store,
+                         trigger="scheduled", metrics=ReindexMetrics.create(registry))
+    runner.holder = name
+    sched = BackgroundScheduler(timezone=ZONE)
+    build_scheduler(runner, cron=settings.reindex_cron, timezone=settings.reindex_timezone,
+                    sweep_interval=timedelta(hours=1),
+                    misfire_grace=timedelta(minutes=30),
+                    scheduler=sched)
+    sched.start(paused=True)
+    return runner, sched, registry
+
+
+def test_two_schedulers_started_at_once_run_each_job_once(settings: Settings) -> None:
+    replicas = [replica(settings, "replica-a"), replica(settings, "replica-b")]
+    finished: list[threading.Event] = []
+    try:
+        for _, sched, _ in replicas:
+            for job_id in ("reconcile", "sweep"):
+                done = threading.Event()
+
+                def listener(event: JobExecutionEvent, job_id: str = job_id,
+                             done: threading.Event = done) -> None:
+                    if event.job_id == job_id:
+                        done.set()
+
+                sched.add_listener(listener, EVENT_JOB_EXECUTED)
+                finished.append(done)
+                sched.get_job(job_id).modify(next_run_time=datetime.now(ZONE))
+        for _, sched, _ in replicas:
+            sched.resume()
+        assert all(done.wait(60) for done in finished), "a job did not fire"
+    finally:
+        for runner, sched, _ in replicas:
+            sched.shutdown(wait=True)
+            runner.close()
+
+    store = ElasticsearchStore.connect(settings.elasticsearch_url, settings.index_prefix)
+    try:
+        runs = ElasticsearchRunLog(store.client, settings.index_prefix)
+        reconciles, sweeps = runs.recent("reconcile"), runs.recent("sweep")
+        assert [r.outcome for r in reconciles] == ["success"]
+        assert [r.outcome for r in sweeps] == ["success"]
+        skips = {
+            job: sum(registry.get_sample_value("policy_indexer_scheduler_lease_skips_total",
+                                               {"job": job}) or 0
+                     for _, _, registry in replicas)
+            for job in ("reconcile", "sweep")
+        }
+        assert skips == {"reconcile": 1, "sweep": 1}
+        store.refresh()
+        assert len(list(store.iter_states())) == 5
+    finally:
+        store.close()

@@ -29,7 +29,12 @@ def configure_logging(
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
     structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        # filter_by_level first: a switched-off level costs one comparison, not the chain.
+        processors=[
+            structlog.stdlib.filter_by_level,
+            *shared,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,

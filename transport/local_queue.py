@@ -6,9 +6,10 @@ numbers never repeat (AUTOINCREMENT), so they serve as offsets. Topics are
 names inside the file, like Kafka topics, each with one partition (0): the
 whole topic is in order, which keeps every document's changes in order.
 
-One consumer at a time per topic: a lease row names the holder (host, pid) and
-is renewed while it polls; a lease whose holder is dead (or silent for longer
-than ``lease_ttl_s``) is taken over, so a restart after SIGKILL resumes at once.
+One consumer at a time per topic: a lease row names the holder (host, pid). On
+the same host the lease is held while that process lives (however long it is
+busy or backing off), so a restart after SIGKILL takes over at once; a holder
+on another host (a shared file) holds it while it renews within ``lease_ttl_s``.
 """
 
 from __future__ import annotations
@@ -201,9 +202,10 @@ class LocalQueue:
                         (topic,),
                     ).fetchone()
                     if row is not None and (row[0], row[1]) != (host, pid):
-                        held_by_live = (now - row[2] < ttl_s) and (
-                            row[0] != host or _pid_alive(int(row[1]))
-                        )
+                        if row[0] == host:  # a live process, however long it is busy
+                            held_by_live = _pid_alive(int(row[1]))
+                        else:  # another machine sharing the file: trust the renewals
+                            held_by_live = now - row[2] < ttl_s
                         if held_by_live:
                             raise ConsumerBusy(
                                 f"topic={topic!r} in {str(self.path)!r} is consumed by pid "

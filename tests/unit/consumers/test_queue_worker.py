@@ -107,7 +107,8 @@ def test_one_consumer_per_topic_until_its_process_dies(queue: LocalQueue) -> Non
         with sqlite3.connect(queue.path) as conn:
             conn.execute(
                 "INSERT INTO consumer_leases VALUES (?, ?, ?, ?)",
-                (TOPIC, os.uname().nodename, other.pid, time.time()),
+                # not renewed for ages: a live holder on this host is busy, not gone
+                (TOPIC, os.uname().nodename, other.pid, 0.0),
             )
         with pytest.raises(ConsumerBusy, match=f"pid {other.pid}"):
             LocalQueueConsumer(queue, TOPIC)

@@ -27,7 +27,7 @@ def problems(text: str, chunks: Sequence[Chunk], policy: SizePolicy) -> list[str
     found: list[str] = []
     html = bool(chunks) and chunks[0].content_type == "text/html"
     # the front matter is not body: it becomes metadata
-    position = 0 if html else parse_markdown(text).body_start
+    position = parse_markdown(text).body_start if text.startswith("---") and not html else 0
 
     def unread(gap: str) -> str:
         return (html_to_text(gap) if html else gap).strip()

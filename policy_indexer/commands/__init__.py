@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from policy_indexer.commands.chunk import chunk
 from policy_indexer.commands.config import config
 from policy_indexer.commands.monitor import monitor
 from policy_indexer.commands.reindex import reindex
@@ -16,4 +17,5 @@ from policy_indexer.commands.webhook import webhook
 
 REGISTERED: list[click.Command] = [
     config, run, webhook, replay, sweep, monitor, reindex, status, scheduler,
+    chunk,
 ]

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import httpx
 import pytest
 from apscheduler.events import EVENT_JOB_EXECUTED, JobExecutionEvent
 from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import CollectorRegistry
 from support.reindex_library import Library
+from support.workers import CLI, free_port
 
 from metrics.definitions import ReindexMetrics
 from policy_indexer.commands.reindex import open_runner
@@ -99,3 +103,41 @@ def test_two_schedulers_started_at_once_run_each_job_once(settings: Settings) ->
         assert len(list(store.iter_states())) == 5
     finally:
         store.close()
+
+
+def test_the_scheduler_process_exports_the_last_success_and_stops_on_sigterm(
+    settings: Settings, tmp_path: Path
+) -> None:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "POLICY_INDEXER_PIPELINE": "kafka",
+        "POLICY_INDEXER_ELASTICSEARCH_URL": settings.elasticsearch_url,
+        "POLICY_INDEXER_INDEX_PREFIX": settings.index_prefix,
+        "POLICY_INDEXER_SOURCE_KIND": "changelog",
+        "POLICY_INDEXER_SOURCE_PATH": str(settings.source_path),
+        "POLICY_INDEXER_LOG_LEVEL": "WARNING",
+    }
+    manual = subprocess.run([CLI, "reindex"], env=env, capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert manual.returncode == 0, manual.stderr
+    port = free_port()
+    with subprocess.Popen([CLI, "scheduler", "--port", str(port)], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stdout is not None
+            banner = proc.stdout.readline()
+            assert "next reconcile" in banner and "02:00:00+" in banner, banner
+            body = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=30) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    store = ElasticsearchStore.connect(settings.elasticsearch_url, settings.index_prefix)
+    last = ElasticsearchRunLog(store.client, settings.index_prefix).last_success("reconcile")
+    store.close()
+    assert last is not None and last.ended_at is not None and last.trigger == "manual"
+    line = next(x for x in body.splitlines()
+                if x.startswith("policy_indexer_reindex_last_success_timestamp_seconds "))
+    assert float(line.split()[1]) == pytest.approx(last.ended_at.timestamp(), abs=1e-3)

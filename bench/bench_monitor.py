@@ -27,12 +27,16 @@ import resource
 import tempfile
 import time
 import tracemalloc
+import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from metrics.freshness import LagMemory, measure
+from elasticsearch import helpers
+
+from metrics.freshness import FreshnessSnapshot, LagMemory, measure
 from sources.changelog import ChangeLogSource
+from store.elasticsearch import ElasticsearchStore
 from store.model import ChunkRef, DocumentState
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -93,14 +97,35 @@ class GeneratedIndex:
                 yield ChunkRef(f"{doc}@v1#s0", doc, 1, indexed_at)
 
 
-def monitor_cycle(source: ChangeLogSource, index: GeneratedIndex) -> object:
+def load_elasticsearch(url: str, index: GeneratedIndex) -> ElasticsearchStore:
+    """The same states and chunks written to a real Elasticsearch (unique prefix)."""
+    store = ElasticsearchStore.connect(url, f"bench{uuid.uuid4().hex[:8]}")
+    store.ensure_ready()
+    states = ({"_index": store.names.states, "_id": s.document_id, "_source": {
+        "document_id": s.document_id, "version": s.version, "deleted": s.deleted,
+        "changed_at": s.changed_at.isoformat(), "indexed_at": s.indexed_at.isoformat(),
+        "chunk_ids": list(s.chunk_ids)}} for s in index.iter_states())
+    chunks = ({"_index": store.names.chunks, "_id": c.chunk_id, "_source": {
+        "chunk_id": c.chunk_id, "document_id": c.document_id, "version": c.version,
+        "indexed_at": c.indexed_at.isoformat() if c.indexed_at else None,
+        "text": "short"}} for c in index.iter_chunks())
+    for actions in (states, chunks):
+        helpers.bulk(store.client.options(request_timeout=120), actions, chunk_size=2000)
+    store.refresh()
+    return store
+
+
+Index = GeneratedIndex | ElasticsearchStore
+
+
+def monitor_cycle(source: ChangeLogSource, index: Index) -> FreshnessSnapshot:
     source.close()  # drop the source's cache: every cycle reads the file
     index.refresh()
     return measure(source.list_documents(), index.iter_states(), index.iter_chunks(),
                    now=NOW, memory=LagMemory(), max_series=100, grace=timedelta(minutes=10))
 
 
-def baseline(source: ChangeLogSource, index: GeneratedIndex) -> object:
+def baseline(source: ChangeLogSource, index: Index) -> object:
     source.close()
     count = sum(1 for _ in source.list_documents())
     count += sum(1 for _ in index.iter_states())
@@ -132,28 +157,40 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 100_000])
     parser.add_argument("--chunks-per-doc", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--elasticsearch", metavar="URL",
+                        help="also scan a real Elasticsearch loaded with the same index")
     args = parser.parse_args()
-    print(f"{'documents':>10} {'chunks':>9} {'monitor s':>10} {'baseline s':>11} {'ratio':>6} "
+    print(f"{'documents':>14} {'chunks':>9} {'monitor s':>10} {'baseline s':>11} {'ratio':>6} "
           f"{'monitor MB':>11} {'baseline MB':>12}")
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.sizes:
             path = Path(tmp) / f"source-{n}.jsonl"
             write_source(path, n)
-            source, index = ChangeLogSource(path), GeneratedIndex(n, args.chunks_per_doc)
-            snapshot = monitor_cycle(source, index)
-            chunks = snapshot.chunks_examined  # type: ignore[attr-defined]
-            repeat = args.repeat if n <= 10_000 else 1
-            run_monitor = functools.partial(monitor_cycle, source, index)
-            run_baseline = functools.partial(baseline, source, index)
-            t_monitor, t_base = timed(run_monitor, repeat), timed(run_baseline, repeat)
-            m_monitor, m_base = peak_mb(run_monitor), peak_mb(run_baseline)
-            print(f"{n:>10,} {chunks:>9,} {t_monitor:>10.3f} {t_base:>11.3f} "
-                  f"{t_monitor / t_base:>6.2f} {m_monitor:>11.1f} {m_base:>12.1f}")
-            print(f"{'':>10} behind={snapshot.behind}"  # type: ignore[attr-defined]
-                  f" leftovers={snapshot.leftover_versions}")  # type: ignore[attr-defined]
+            source, generated = ChangeLogSource(path), GeneratedIndex(n, args.chunks_per_doc)
+            report(f"{n:,} streamed", source, generated, args.repeat if n <= 10_000 else 1)
+            if args.elasticsearch:
+                loaded = time.perf_counter()
+                store = load_elasticsearch(args.elasticsearch, generated)
+                loaded = time.perf_counter() - loaded
+                try:
+                    report(f"{n:,} es", source, store, 1)
+                finally:
+                    store.delete_everything()
+                    store.close()
+                print(f"{'':>14} (loading Elasticsearch took {loaded:.1f} s, not counted)")
     max_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"max RSS of the whole run (includes tracemalloc's own overhead): {max_rss:.0f} MB")
 
+
+def report(label: str, source: ChangeLogSource, index: Index, repeat: int) -> None:
+    snapshot = monitor_cycle(source, index)
+    run_monitor = functools.partial(monitor_cycle, source, index)
+    run_baseline = functools.partial(baseline, source, index)
+    t_monitor, t_base = timed(run_monitor, repeat), timed(run_baseline, repeat)
+    m_monitor, m_base = peak_mb(run_monitor), peak_mb(run_baseline)
+    print(f"{label:>14} {snapshot.chunks_examined:>9,} {t_monitor:>10.3f} {t_base:>11.3f} "
+          f"{t_monitor / t_base:>6.2f} {m_monitor:>11.1f} {m_base:>12.1f}")
+    print(f"{'':>14} behind={snapshot.behind} leftovers={snapshot.leftover_versions}")
 
 if __name__ == "__main__":
     main()

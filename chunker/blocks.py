@@ -32,3 +32,4 @@ class ParsedDocument:
     body_start: int  # first offset after any front matter
     front_matter: str | None  # raw YAML, None when absent
     blocks: list[Block]
+    title: str | None = None  # HTML <title>, used when no metadata names one

@@ -48,10 +48,13 @@ def chunk_document(
     ``InvalidFrontMatter`` or ``InvalidMetadata``. An empty document gives ``[]``.
     """
     _check_identity(document_id, version)
+    _check_changed_at(changed_at)
     kind = _content_kind(content_type)
     text = _decode(content)
     parsed: ParsedDocument = parse_markdown(text) if kind == "text/markdown" else parse_html(text)
     front = parse_front_matter(parsed.front_matter) if parsed.front_matter is not None else {}
+    if parsed.title and "title" not in front:
+        front["title"] = parsed.title
     meta = merge_metadata(front, metadata)
     slugs = SlugRegistry()
     sections = build_sections(text, parsed.blocks, parsed.body_start, slugs)
@@ -122,7 +125,8 @@ def _chunk(
     chunk_text = f"{part.header}\n{body}" if part.header else body
     heading_path = [common.root, *draft.section.path]
     split = draft.parts > 1
-    return Chunk(
+    # every value is built here from checked input: validating again only costs time
+    return Chunk.model_construct(
         chunk_id=ids[ordinal],
         document_id=common.document_id,
         version=common.version,
@@ -139,7 +143,7 @@ def _chunk(
         parts=draft.parts if split else None,
         repeated_header=part.header,
         unsplittable=part.unsplittable,
-        neighbours=Neighbours(
+        neighbours=Neighbours.model_construct(
             previous=ids[ordinal - 1] if ordinal else None,
             next=ids[ordinal + 1] if ordinal + 1 < len(ids) else None,
             related=[ids[i] for i in related],
@@ -197,6 +201,11 @@ def _check_identity(document_id: str, version: int) -> None:
         raise InvalidMetadata(f"document_id must not contain '@' or '#', got {document_id!r}")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise InvalidMetadata(f"version must be an integer >= 1, got {version!r}")
+
+
+def _check_changed_at(changed_at: object) -> None:
+    if changed_at is not None and not isinstance(changed_at, datetime):
+        raise InvalidMetadata(f"changed_at must be a datetime or None, got {changed_at!r}")
 
 
 def _content_kind(content_type: str) -> str:

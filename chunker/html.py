@@ -62,13 +62,17 @@ class _BlockReader(HTMLParser):
         self.offsets = _Offsets(text)
         self.blocks: list[Block] = []
         self.heading: tuple[int, int, list[str], list[str]] | None = None  # level, start, text, ids
+        self.title: list[str] | None = None  # the <title>'s text while inside it
+        self.titles: list[str] = []
 
     def _here(self) -> int:
         return self.offsets.at(*self.getpos())
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         ids = [value for name, value in attrs if name in {"id", "name"} and value]
-        if tag in _HEADINGS and self.heading is None:
+        if tag == "title":
+            self.title = []
+        elif tag in _HEADINGS and self.heading is None:
             self.heading = (_HEADINGS[tag], self._here(), [], ids)
         elif self.heading is not None:
             self.heading[3].extend(ids)
@@ -76,7 +80,10 @@ class _BlockReader(HTMLParser):
             self.blocks.append(Block("html", self._here(), self._here(), anchors=tuple(ids)))
 
     def handle_endtag(self, tag: str) -> None:
-        if self.heading is not None and tag in _HEADINGS:
+        if tag == "title" and self.title is not None:
+            self.titles.append(" ".join("".join(self.title).split()))
+            self.title = None
+        elif self.heading is not None and tag in _HEADINGS:
             level, start, parts, ids = self.heading
             end = self.text.find(">", self._here()) + 1 or len(self.text)
             title = " ".join("".join(parts).split())
@@ -84,7 +91,9 @@ class _BlockReader(HTMLParser):
             self.heading = None
 
     def handle_data(self, data: str) -> None:
-        if self.heading is not None:
+        if self.title is not None:
+            self.title.append(data)
+        elif self.heading is not None:
             self.heading[2].append(data)
 
 
@@ -117,10 +126,11 @@ def parse_html(text: str) -> ParsedDocument:
     reader.close()
     if reader.heading is not None:  # an unclosed heading runs to the end
         level, start, parts, ids = reader.heading
-        title = " ".join("".join(parts).split())
-        reader.blocks.append(Block("heading", start, len(text), level, title, anchors=tuple(ids)))
+        heading = " ".join("".join(parts).split())
+        reader.blocks.append(Block("heading", start, len(text), level, heading, anchors=tuple(ids)))
     blocks = sorted(reader.blocks, key=lambda block: block.start)
-    return ParsedDocument(body_start=0, front_matter=None, blocks=_dedupe(blocks))
+    named = next((title for title in reader.titles if title), None)
+    return ParsedDocument(body_start=0, front_matter=None, blocks=_dedupe(blocks), title=named)
 
 
 def _dedupe(blocks: list[Block]) -> list[Block]:

@@ -39,7 +39,7 @@ def test_an_exception_sibling_links_both_ways_with_the_rule_before_it() -> None:
 
 
 HTML = (
-    "<html><head><title>x</title><style>h1 {color: red}</style></head><body>"
+    "<html><head><title>Refund  policy</title><style>h1 {color: red}</style></head><body>"
     "<p>Intro &amp; scope</p>"
     '<h1 id="refunds">Refunds</h1><p>Within 30 days. <a href="#limits">Limits</a></p>'
     "<h2>Exceptions</h2><ul><li>abuse</li><li>fraud</li></ul>"
@@ -61,6 +61,8 @@ def test_html_headings_start_sections_and_text_is_readable() -> None:
     assert chunks[2].text == "Exceptions\nabuse\nfraud"
     assert chunks[1].neighbours.related == ["h@v1#exceptions", "h@v1#limits-apply"]
     assert all(c.content_type == "text/html" for c in chunks)
+    assert chunks[1].heading_path == ["Refund policy", "Refunds"]  # the <title> names it
+    assert chunks[0].metadata.title == "Refund policy"
 
 
 DETERMINISM = """

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chunker import SizePolicy, chunk_document
+from chunker import Chunk, SizePolicy, chunk_document
 from chunker.invariants import problems
 
 WORDS = st.sampled_from(
@@ -96,6 +96,8 @@ def test_generated_markdown_keeps_every_word_once_in_order_within_bounds(
         words.extend(text.split())
     assert words == body.split()
     assert chunk_document("doc", 2, doc, policy=policy) == chunks
+    # the typed model validates what the chunker builds, through JSON and back
+    assert [Chunk.model_validate_json(c.model_dump_json()) for c in chunks] == chunks
 
 
 @settings(max_examples=100, deadline=None)

@@ -19,8 +19,8 @@ class CommitPolicy:
     _since: int = field(default=0, init=False)
     _last: float | None = field(default=None, init=False)
 
-    def record_done(self) -> None:
-        self._since += 1
+    def record_done(self, count: int = 1) -> None:
+        self._since += count
 
     def should_commit(self) -> bool:
         if self._since == 0:

@@ -111,7 +111,7 @@ class EventProcessor:
             return self._delete(event, state)
         return self._upsert(event, state)
 
-    def _chunks_of(self, event: ChangeEvent) -> list[Chunk]:
+    def chunks_of(self, event: ChangeEvent) -> list[Chunk]:
         if event.content is None or event.content_type is None:
             raise PoisonEvent("schema", "an upsert without content")  # the model forbids it
         try:
@@ -127,7 +127,7 @@ class EventProcessor:
             raise PoisonEvent("chunker", f"{type(exc).__name__}: {exc}") from exc
 
     def _upsert(self, event: ChangeEvent, state: DocumentState | None) -> Outcome:
-        chunks = self._chunks_of(event)
+        chunks = self.chunks_of(event)
         digest = content_hash(event)
         if state is not None and not state.deleted and state.content_hash == digest:
             self.on_unchanged()

@@ -1,7 +1,8 @@
-"""The Kafka worker: poll, process each event in order, commit what is done.
+"""The Kafka worker: poll, process the batch, commit what is done.
 
-One loop, small steps: ``poll`` -> ``_process`` (retrying transient failures,
-dead-lettering poison) -> mark the offset committable -> commit on the
+One loop, small steps: ``poll`` -> ``_process`` the polled batch through
+``BatchProcessor`` (retrying transient failures, dead-lettering poison) -> mark
+the offsets committable -> commit on the
 ``CommitPolicy``, on revocation and on shutdown. ``request_stop`` (SIGTERM)
 lets the batch in hand finish, commits and returns; a worker backing off from
 a transient failure stops waiting at once and commits only what is done.
@@ -23,19 +24,21 @@ from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, Topic
 from kafka.errors import CommitFailedError, KafkaError
 from kafka.structs import OffsetAndMetadata
 
+from consumers.batch import BatchProcessor, Result
 from consumers.commit_policy import CommitPolicy
 from consumers.dead_letter import DeadLetter, DeadLetterSink
 from consumers.errors import Interrupted, PoisonEvent, TransientError
 from consumers.processor import EventProcessor, parse_event
 from consumers.retry import HealthState, RetryPolicy, call_with_retry
 from consumers.transport import publish
+from events.model import ChangeEvent
 from metrics.definitions import WorkerMetrics
 
 log = structlog.get_logger(__name__)
 
 
 class PartitionLost(Exception):
-    """The partition of the record in hand was revoked while we waited."""
+    """Every partition of the batch in hand was revoked while we waited."""
 
 
 class KafkaDeadLetterSink:
@@ -66,6 +69,7 @@ class KafkaWorker:
         self.consumer = consumer
         self.topic = topic
         self.processor = processor
+        self.batch = BatchProcessor(processor)
         self.dead_letters = dead_letters
         self.metrics = metrics
         self.health = health or HealthState()
@@ -86,23 +90,23 @@ class KafkaWorker:
         self.consumer.subscribe([self.topic], listener=_Listener(self))
         try:
             while not self._stop.is_set():
-                batch = self._poll(self.poll_timeout_ms)
-                for tp, records in batch.items():
+                polled = self._poll(self.poll_timeout_ms)
+                # A partition revoked while we were busy belongs to its new owner.
+                records = [r for tp, rs in polled.items() if tp in self._assigned for r in rs]
+                if records:
+                    try:
+                        self._process(records)
+                    except PartitionLost:
+                        continue
                     for record in records:
-                        if tp not in self._assigned:
-                            break  # revoked while we were busy: the new owner has it
-                        try:
-                            self._process(record)
-                        except PartitionLost:
-                            break
-                        self._pending[tp] = record.offset + 1
-                        self.commit_policy.record_done()
-                        if self.commit_policy.should_commit():
-                            self._commit()
+                        tp = TopicPartition(record.topic, record.partition)
+                        if tp in self._assigned:
+                            self._pending[tp] = record.offset + 1
+                    self.commit_policy.record_done(len(records))
                 if self.commit_policy.should_commit():
                     self._commit()
         except Interrupted:
-            log.info("stopping while backing off; the event in hand stays uncommitted")
+            log.info("stopping while backing off; the events in hand stay uncommitted")
         finally:
             self._commit()
             self.consumer.close(autocommit=False)
@@ -120,25 +124,33 @@ class KafkaWorker:
             return {}
         return result
 
-    def _process(self, record: Any) -> None:
-        started = time.monotonic()
-        tp = TopicPartition(record.topic, record.partition)
-
-        def attempt() -> str:
+    def _attempt(self, records: list[Any]) -> list[tuple[Any, Result, ChangeEvent | None]]:
+        """One try at the whole batch: parse, process, dead-letter the poison."""
+        parsed: list[tuple[Any, ChangeEvent | PoisonEvent]] = []
+        for record in records:
             try:
-                event = parse_event(record.value)
-                outcome = self.processor.handle(event)
-                self.metrics.record_applied(outcome.value, event.changed_at)
+                parsed.append((record, parse_event(record.value)))
             except PoisonEvent as poison:
+                parsed.append((record, poison))
+        events = [e for _, e in parsed if isinstance(e, ChangeEvent)]
+        results = iter(self.batch.handle_batch(events))
+        handled: list[tuple[Any, Result, ChangeEvent | None]] = [
+            (record, item, None) if isinstance(item, PoisonEvent) else (record, next(results), item)
+            for record, item in parsed
+        ]
+        for record, result, _ in handled:
+            if isinstance(result, PoisonEvent):
                 self.dead_letters.send(
-                    DeadLetter(record.key, record.value, poison.reason, poison.message,
+                    DeadLetter(record.key, record.value, result.reason, result.message,
                                record.topic, record.partition, record.offset)
                 )
-                self.metrics.dead_letters.labels(reason=poison.reason).inc()
-                log.warning("dead-lettered", reason=poison.reason, error=poison.message[:500],
+                log.warning("dead-lettered", reason=result.reason, error=result.message[:500],
                             partition=record.partition, offset=record.offset)
-                return "dead_lettered"
-            return outcome.value
+        return handled
+
+    def _process(self, records: list[Any]) -> None:
+        started = time.monotonic()
+        partitions = {TopicPartition(r.topic, r.partition) for r in records}
 
         def on_retry(exc: BaseException) -> None:
             self.metrics.retrying.set(1)
@@ -147,24 +159,36 @@ class KafkaWorker:
 
         written, deleted = self.processor.chunks_written, self.processor.chunks_deleted
         try:
-            outcome = call_with_retry(
-                attempt, policy=self.retry, health=self.health,
-                sleep=lambda s: self._wait(s, tp), on_retry=on_retry,
+            handled = call_with_retry(
+                lambda: self._attempt(records), policy=self.retry, health=self.health,
+                sleep=lambda s: self._wait(s, partitions), on_retry=on_retry,
             )
         finally:
             self.metrics.retrying.set(0)
-        self.metrics.events.labels(outcome=outcome).inc()
+        elapsed = time.monotonic() - started
+        for _record, result, event in handled:
+            if isinstance(result, PoisonEvent):
+                self.metrics.dead_letters.labels(reason=result.reason).inc()
+                self.metrics.events.labels(outcome="dead_lettered").inc()
+            else:
+                self.metrics.events.labels(outcome=result.value).inc()
+                if event is not None:
+                    self.metrics.record_applied(result.value, event.changed_at)
+            self.metrics.event_processing.observe(elapsed)
         self.metrics.chunks_written.inc(self.processor.chunks_written - written)
         self.metrics.chunks_deleted.inc(self.processor.chunks_deleted - deleted)
-        self.metrics.event_processing.observe(time.monotonic() - started)
         self.metrics.last_event_processed.set(time.time())
-        highwater = self.consumer.highwater(tp)
-        if highwater is not None:
-            self.metrics.consumer_lag.labels(topic=tp.topic, partition=str(tp.partition)).set(
-                max(0, highwater - record.offset - 1)
-            )
+        last: dict[TopicPartition, int] = {}
+        for record in records:
+            last[TopicPartition(record.topic, record.partition)] = record.offset
+        for tp, offset in last.items():
+            highwater = self.consumer.highwater(tp)
+            if highwater is not None:
+                self.metrics.consumer_lag.labels(topic=tp.topic, partition=str(tp.partition)).set(
+                    max(0, highwater - offset - 1)
+                )
 
-    def _wait(self, seconds: float, tp: TopicPartition) -> None:
+    def _wait(self, seconds: float, partitions: set[TopicPartition]) -> None:
         """Back off without leaving the group: poll with every partition paused."""
         deadline = time.monotonic() + seconds
         while True:
@@ -181,8 +205,8 @@ class KafkaWorker:
                 self.consumer.seek(other, records[0].offset)
                 self.consumer.pause(other)
         self.consumer.resume(*self.consumer.paused())
-        if tp not in self._assigned:
-            raise PartitionLost(str(tp))
+        if not partitions & self._assigned:
+            raise PartitionLost(", ".join(sorted(str(tp) for tp in partitions)))
 
     def _commit(self) -> None:
         if not self._pending:

@@ -10,12 +10,13 @@ finishing an interrupted run) is harmless.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import structlog
 
 from store.base import Store
+from store.batch import find_chunks_below
 from store.model import ChunkRef
 
 log = structlog.get_logger(__name__)
@@ -62,4 +63,23 @@ def delete_older_versions(
             requested=len(unique),
             deleted=deleted,
         )
+    return DeleteResult(requested=len(unique), deleted=deleted)
+
+
+def delete_older_versions_many(
+    store: Store, targets: Mapping[str, tuple[int, Iterable[str]]]
+) -> DeleteResult:
+    """``delete_older_versions`` for many documents: one search round, one bulk delete.
+
+    ``targets`` maps a document id to (current version, known older chunk ids).
+    """
+    if not targets:
+        return DeleteResult(0, 0)
+    ids: list[str] = []
+    for version, known in targets.values():
+        ids.extend(cid for cid in known if (v := _version_of(cid)) is not None and v < version)
+    found = find_chunks_below(store, {doc: version for doc, (version, _) in targets.items()})
+    ids.extend(ref.chunk_id for ref in found if ref.version < targets[ref.document_id][0])
+    unique = list(dict.fromkeys(ids))
+    deleted = store.delete_chunks(unique) if unique else 0
     return DeleteResult(requested=len(unique), deleted=deleted)

@@ -158,6 +158,61 @@ class ElasticsearchStore:
             raise
         return True
 
+    def get_states(self, document_ids: Sequence[str]) -> dict[str, DocumentState]:
+        """States of many documents in one real-time ``mget``."""
+        if not document_ids:
+            return {}
+        resp = _translate(
+            "get states", self.client.mget, index=self.names.states, ids=list(document_ids)
+        )
+        return {
+            d["_id"]: _state_from_source(d["_source"]) for d in resp["docs"] if d.get("found")
+        }
+
+    def put_states(self, states: Sequence[DocumentState]) -> set[str]:
+        """Write many states, each guarded like ``put_state``; returns the ids that lost."""
+        lines = []
+        for state in states:
+            action = {"index": {"_index": self.names.states, "_id": state.document_id,
+                                "version": state.version, "version_type": "external_gte"}}
+            body = json.dumps(action) + "\n" + json.dumps(_state_to_source(state)) + "\n"
+            lines.append((state.document_id, body.encode()))
+        lost: set[str] = set()
+        refused = self._bulk(lines, "put states", conflicts=lost)
+        if refused:
+            raise StoreError(f"Elasticsearch refused document states: {refused[:3]}")
+        return lost
+
+    def find_chunks_below(self, versions: dict[str, int]) -> list[ChunkRef]:
+        """Chunks of many documents below each one's version, in one ``msearch``."""
+        docs = list(versions)
+        if not docs:
+            return []
+        searches: list[dict[str, Any]] = []
+        for doc in docs:
+            searches.append({"index": self.names.chunks})
+            searches.append({
+                "query": {"bool": {"filter": [
+                    {"term": {"document_id": doc}},
+                    {"range": {"version": {"lt": versions[doc]}}},
+                ]}},
+                "size": _PAGE, "_source": ["document_id", "version", "indexed_at"],
+                "track_total_hits": False,
+            })
+        resp = _translate("find older chunks", self.client.msearch, searches=searches)
+        refs: list[ChunkRef] = []
+        for doc, answer in zip(docs, resp["responses"], strict=True):
+            if "error" in answer:
+                status = int(answer.get("status", 500))
+                cls = TransientStoreError if _is_transient_status(status) else StoreError
+                raise cls(f"find older chunks of {doc!r}: {answer['error']}")
+            hits = answer["hits"]["hits"]
+            if len(hits) >= _PAGE:  # rare: page through this one
+                refs.extend(self.find_chunks(doc, below_version=versions[doc]))
+                continue
+            refs.extend(_ref(hit) for hit in hits)
+        return refs
+
     # -- chunks ------------------------------------------------------------
     def write_chunks(self, chunks: Sequence[Chunk]) -> int:
         indexed_at = datetime.now(UTC).isoformat()
@@ -196,6 +251,7 @@ class ElasticsearchStore:
         lines: Sequence[tuple[str, bytes]],
         what: str,
         deleted: list[int] | None = None,
+        conflicts: set[str] | None = None,
     ) -> list[tuple[str, str]]:
         """Send the lines in batches cut by count and bytes; check every item.
 
@@ -207,13 +263,16 @@ class ElasticsearchStore:
         for batch in _batches(lines, self.bulk_max_actions, self.bulk_max_bytes):
             payload = b"".join(body for _, body in batch)
             resp = _translate(what, self.client.bulk, operations=payload)
-            if not resp.get("errors") and deleted is None:
+            if not resp.get("errors") and deleted is None:  # every item succeeded
                 continue
             for item in resp["items"]:
                 (op, result), = item.items()
                 status = int(result.get("status", 0))
                 if op == "delete" and status == 404:
                     continue  # not_found is what an idempotent delete wants
+                if conflicts is not None and status == 409:
+                    conflicts.add(str(result.get("_id")))
+                    continue
                 if _is_transient_status(status):
                     raise TransientStoreError(f"{what}: item {result.get('_id')!r}: {status}")
                 if status >= 300:
@@ -237,9 +296,7 @@ class ElasticsearchStore:
         for hit in self._search_all(
             self.names.chunks, query, "chunk_id", ["document_id", "version", "indexed_at"]
         ):
-            src = hit["_source"]
-            indexed_at = _parse_dt(src.get("indexed_at"))
-            yield ChunkRef(hit["_id"], src["document_id"], int(src["version"]), indexed_at)
+            yield _ref(hit)
 
     def iter_states(self) -> Iterator[DocumentState]:
         for hit in self._search_all(self.names.states, {"match_all": {}}, "document_id", None):
@@ -291,6 +348,12 @@ def _batches(
         size += len(line[1])
     if batch:
         yield batch
+
+
+def _ref(hit: dict[str, Any]) -> ChunkRef:
+    src = hit["_source"]
+    indexed_at = _parse_dt(src.get("indexed_at"))
+    return ChunkRef(hit["_id"], src["document_id"], int(src["version"]), indexed_at)
 
 
 def _state_to_source(state: DocumentState) -> dict[str, Any]:

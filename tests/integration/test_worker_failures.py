@@ -22,12 +22,13 @@ from store.elasticsearch import ElasticsearchStore
 
 pytestmark = [pytest.mark.services, pytest.mark.corpus, pytest.mark.slow]
 
+# The n-th batch of 10 events (the worker checkpoints once per polled batch).
 KILL_POINTS = [
-    "after-chunk-write:25",   # chunks written, state not yet
-    "after-state-write:40",   # state written, delete step not yet
-    "after-delete-step:30",   # delete step done, offset not committed
-    "after-commit:2",         # right after a commit
-    "after-chunk-write:70",
+    "after-chunk-write:3",   # chunks written, states not yet
+    "after-state-write:5",   # states written, delete step not yet
+    "after-delete-step:4",   # delete step done, offsets not committed
+    "after-commit:2",        # right after a commit
+    "after-chunk-write:8",
 ]
 
 
@@ -39,11 +40,13 @@ def test_sigkill_at_every_step_and_restart_gives_the_same_state(
     killed = []
     for spec in [*KILL_POINTS, "random"]:
         if spec == "random":
-            worker = pipeline.start_worker(tmp_path)
+            worker = pipeline.start_worker(tmp_path, commit_every_records="10")
             time.sleep(random.uniform(4.0, 7.0))  # joins the group, then mid-batch
             worker.kill()
         else:
-            worker = pipeline.start_worker(tmp_path, worker_kill_at=spec)
+            worker = pipeline.start_worker(
+                tmp_path, worker_kill_at=spec, commit_every_records="10"
+            )
             worker.proc.wait(timeout=120)
         killed.append((spec, worker.proc.returncode))
     assert all(code == -9 for _, code in killed), killed

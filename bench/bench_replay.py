@@ -1,0 +1,234 @@
+"""End-to-end replay benchmark of the indexing worker, beside a raw bulk write in the same run.
+
+    .venv/bin/python bench/bench_replay.py [--corpus PATH] [--workers 2] [--latency-changes 300]
+
+1. Raw bulk (the physical limit): every chunk of every upsert of the corpus,
+   chunked beforehand, bulk-written straight into a fresh index (same mappings,
+   same bulk cut of 500 actions / 5 MB).
+2. End to end: the whole change log published to a fresh Kafka topic, consumed by
+   ``policy-indexer run`` worker processes into a fresh index, timed from the
+   first publish to the moment every offset is committed. Changes/s, chunks/s,
+   ratio to the raw bulk rate.
+3. Latency: new documents published at a steady 20 changes/s; for each, the time
+   from publish to the first search that returns its chunks (refresh interval 1 s).
+4. Each worker's peak RSS (VmHWM), read from /proc before it stops.
+
+Needs the local services (deploy/local/services up). Cleans up its topics and indices.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+
+from chunker import chunk_document
+from consumers.transport import delete_topics, ensure_topics, make_producer
+from events.changelog import read_changelog
+from events.model import Action, ChangeEvent
+from store.elasticsearch import ElasticsearchStore
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CORPUS = ROOT.parent / "shared" / "corpora" / "mozilla-legal-docs.jsonl.gz"
+CLI = str(Path(sys.executable).with_name("policy-indexer"))
+
+
+def committed_lag(bootstrap: str, group: str, topic: str) -> int | None:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
+    try:
+        committed = admin.list_group_offsets(group).get(group, {})
+        parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        ends = consumer.end_offsets(parts)
+        if not committed:
+            return None
+        return sum(ends[tp] - (committed[tp].offset if tp in committed else 0) for tp in parts)
+    finally:
+        consumer.close()
+        admin.close()
+
+
+def wait_lag_zero(bootstrap: str, group: str, topic: str, timeout_s: float = 1800) -> float:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if committed_lag(bootstrap, group, topic) == 0:
+            return time.monotonic()
+        time.sleep(0.25)
+    raise SystemExit(f"workers did not catch up within {timeout_s}s")
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def chunk_all(events: list[ChangeEvent]) -> tuple[list[object], float]:
+    started = time.perf_counter()
+    chunks: list[object] = []
+    for e in events:
+        if e.action is Action.UPSERT and e.content is not None:
+            chunks.extend(chunk_document(
+                e.document_id, e.version, e.content, content_type=e.content_type or "text/markdown",
+                metadata=e.metadata.overrides(), changed_at=e.changed_at,
+            ))
+    return chunks, time.perf_counter() - started
+
+
+def raw_bulk(es_url: str, chunks: list[object]) -> float:
+    store = ElasticsearchStore.connect(es_url, f"bench-raw-{uuid.uuid4().hex[:8]}")
+    store.ensure_ready()
+    try:
+        started = time.perf_counter()
+        for i in range(0, len(chunks), 2000):
+            store.write_chunks(chunks[i : i + 2000])  # type: ignore[arg-type]
+        store.refresh()
+        return time.perf_counter() - started
+    finally:
+        store.delete_everything()
+        store.close()
+
+
+def worker_env(bootstrap: str, es_url: str, prefix: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POLICY_INDEXER_")}
+    env.update({
+        "POLICY_INDEXER_PIPELINE": "kafka",
+        "POLICY_INDEXER_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
+        "POLICY_INDEXER_KAFKA_TOPIC": f"{prefix}-changes",
+        "POLICY_INDEXER_KAFKA_DEAD_LETTER_TOPIC": f"{prefix}-dlq",
+        "POLICY_INDEXER_KAFKA_GROUP_ID": f"{prefix}-group",
+        "POLICY_INDEXER_ELASTICSEARCH_URL": es_url,
+        "POLICY_INDEXER_INDEX_PREFIX": prefix,
+        "POLICY_INDEXER_METRICS_PORT": "0",
+        "POLICY_INDEXER_LOG_LEVEL": "WARNING",
+        "POLICY_INDEXER_KAFKA_SESSION_TIMEOUT_MS": "6000",
+    })
+    return env
+
+
+def publish(bootstrap: str, topic: str, events: list[ChangeEvent], rate: float | None = None,
+            sent_at: dict[str, float] | None = None) -> None:
+    producer = make_producer(bootstrap, linger_ms=5 if rate is None else 0)
+    started = time.monotonic()
+    for i, e in enumerate(events):
+        if rate:
+            delay = started + i / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+        producer.send(topic, key=e.document_id.encode(), value=e.to_json_bytes())
+        if sent_at is not None:
+            sent_at[e.document_id] = time.monotonic()
+    producer.flush(timeout=120)
+    producer.close(timeout=10)
+
+
+def latency_probe(store: ElasticsearchStore, sent_at: dict[str, float], expected: int,
+                  seen_at: dict[str, float], stop: threading.Event) -> None:
+    while not stop.is_set() and len(seen_at) < expected:
+        pending = [d for d in sent_at if d not in seen_at]
+        if pending:
+            resp = store.client.search(
+                index=store.names.chunks, size=0,
+                query={"terms": {"document_id": pending[:1000]}},
+                aggs={"docs": {"terms": {"field": "document_id", "size": 1000}}},
+            )
+            now = time.monotonic()
+            for bucket in resp["aggregations"]["docs"]["buckets"]:
+                seen_at.setdefault(bucket["key"], now)
+        time.sleep(0.02)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--latency-changes", type=int, default=300)
+    parser.add_argument("--bootstrap", default="127.0.0.1:9092")
+    parser.add_argument("--elasticsearch", default="http://127.0.0.1:9200")
+    args = parser.parse_args()
+
+    events = list(read_changelog(args.corpus))
+    chunks, chunk_s = chunk_all(events)
+    print(f"corpus: {args.corpus.name}: {len(events)} changes, "
+          f"{len(chunks)} chunks of all versions")
+    print(f"chunker alone (one process): {len(events) / chunk_s:,.0f} changes/s ({chunk_s:.1f} s)")
+
+    raw_s = raw_bulk(args.elasticsearch, chunks)
+    raw_rate = len(chunks) / raw_s
+    print(f"raw bulk into ES:            {raw_rate:,.0f} chunks/s ({raw_s:.1f} s)")
+
+    prefix = f"bench-{uuid.uuid4().hex[:8]}"
+    topic, group = f"{prefix}-changes", f"{prefix}-group"
+    ensure_topics(args.bootstrap, [topic, f"{prefix}-dlq"], partitions=args.partitions)
+    env = worker_env(args.bootstrap, args.elasticsearch, prefix)
+    workers = [subprocess.Popen([CLI, "run"], env=env) for _ in range(args.workers)]
+    store = ElasticsearchStore.connect(args.elasticsearch, prefix)
+    try:
+        # Warm-up: every worker has joined the group and the indices exist.
+        warm = ChangeEvent.model_validate({**events[0].model_dump(), "document_id": "warm-up"})
+        publish(args.bootstrap, topic, [warm])
+        wait_lag_zero(args.bootstrap, group, topic)
+        time.sleep(8)  # let a second worker's join rebalance settle
+
+        started = time.monotonic()
+        publish(args.bootstrap, topic, events)
+        done = wait_lag_zero(args.bootstrap, group, topic)
+        e2e_s = done - started
+        e2e_chunk_rate = len(chunks) / e2e_s
+        print(f"end to end ({args.workers} workers, {args.partitions} partitions): "
+              f"{len(events) / e2e_s:,.1f} changes/s, {e2e_chunk_rate:,.0f} chunks/s "
+              f"({e2e_s:.1f} s); ratio to raw bulk: {e2e_chunk_rate / raw_rate:.0%}")
+
+        # Latency at a steady 20 changes/s: new documents, one version each.
+        upserts = [e for e in events if e.action is Action.UPSERT][: args.latency_changes]
+        probes = [
+            ChangeEvent.model_validate({**e.model_dump(), "document_id": f"lat-{i}-{e.document_id}",
+                                        "version": 1})
+            for i, e in enumerate(upserts)
+        ]
+        probes = [p for p in probes if chunk_document(p.document_id, 1, p.content or "")]
+        sent_at: dict[str, float] = {}
+        seen_at: dict[str, float] = {}
+        stop = threading.Event()
+        probe = threading.Thread(
+            target=latency_probe, args=(store, sent_at, len(probes), seen_at, stop), daemon=True
+        )
+        probe.start()
+        publish(args.bootstrap, topic, probes, rate=20.0, sent_at=sent_at)
+        probe.join(timeout=60)
+        stop.set()
+        latencies = sorted(seen_at[d] - sent_at[d] for d in seen_at)
+        missing = len(probes) - len(latencies)
+        p50 = statistics.median(latencies)
+        p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+        print(f"publish-to-searchable at 20 changes/s ({len(latencies)} changes): "
+              f"p50 {p50:.2f} s, p99 {p99:.2f} s" + (f", {missing} never seen" if missing else ""))
+        rss = [peak_rss_mb(w.pid) for w in workers]
+        print("worker peak RSS: " + ", ".join(f"{r:.0f} MB" for r in rss))
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.send_signal(signal.SIGTERM)
+        for w in workers:
+            try:
+                w.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                w.kill()
+        store.delete_everything()
+        store.close()
+        delete_topics(args.bootstrap, [topic, f"{prefix}-dlq"])
+
+
+if __name__ == "__main__":
+    main()

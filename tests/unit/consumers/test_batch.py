@@ -1,0 +1,99 @@
+"""A batch gives the same index as the same events one by one (in-memory store)."""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import UTC, datetime
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.chunks import fake_chunker
+
+from consumers.batch import BatchProcessor
+from consumers.errors import PoisonEvent
+from consumers.processor import EventProcessor, Outcome
+from events.model import Action, ChangeEvent, EventMetadata
+from store.base import MAX_KEYWORD_BYTES
+from store.memory import InMemoryStore
+
+HUGE = "L" * (MAX_KEYWORD_BYTES + 1)
+
+
+def make(doc: str, version: int, kind: str) -> ChangeEvent:
+    when = datetime(2024, 1, 1, tzinfo=UTC)
+    if kind == "delete":
+        return ChangeEvent(event_id=f"{doc}{version}", document_id=doc, action=Action.DELETE,
+                           version=version, changed_at=when)
+    content = {"ok": f"alpha {doc} v{version}\n\nbeta part", "boom": "alpha\n\nBOOM",
+               "same": "alpha same"}.get(kind, "alpha rejected")
+    labels = [HUGE] if kind == "rejected" else None
+    return ChangeEvent(event_id=f"{doc}{version}", document_id=doc, action=Action.UPSERT,
+                       version=version, changed_at=when, content_type="text/markdown",
+                       content=content, metadata=EventMetadata(access_labels=labels))
+
+
+Snapshot = tuple[list[str], list[tuple[str, int, bool, tuple[str, ...]]]]
+
+
+def snapshot(store: InMemoryStore) -> Snapshot:
+    states = [(s.document_id, s.version, s.deleted, s.chunk_ids) for s in store.iter_states()]
+    return sorted(store.chunks), states
+
+
+def one_by_one(events: list[ChangeEvent]) -> InMemoryStore:
+    store = InMemoryStore()
+    proc = EventProcessor(store, chunk=fake_chunker)
+    for e in events:
+        with contextlib.suppress(PoisonEvent):
+            proc.handle(e)
+    return store
+
+
+def in_batches(events: list[ChangeEvent], size: int) -> tuple[InMemoryStore, list[object]]:
+    store = InMemoryStore()
+    batch = BatchProcessor(EventProcessor(store, chunk=fake_chunker))
+    results: list[object] = []
+    for start in range(0, len(events), size):
+        results.extend(batch.handle_batch(events[start : start + size]))
+    return store, results
+
+
+streams = st.lists(
+    st.tuples(
+        st.sampled_from(["a", "b", "c"]),
+        st.integers(min_value=1, max_value=6),
+        st.sampled_from(["ok", "ok", "ok", "same", "delete", "boom", "rejected"]),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(stream=streams, size=st.integers(min_value=1, max_value=12))
+def test_any_stream_in_any_batches_ends_like_one_by_one(
+    stream: list[tuple[str, int, str]], size: int
+) -> None:
+    events = [make(*item) for item in stream]
+    store, results = in_batches(events, size)
+    assert len(results) == len(events)
+    assert snapshot(store) == snapshot(one_by_one(events))
+
+
+def test_the_newest_version_of_a_batch_is_the_one_written() -> None:
+    events = [make("a", 1, "ok"), make("a", 2, "ok"), make("b", 1, "ok"), make("a", 3, "ok"),
+              make("a", 3, "ok"), make("b", 2, "delete")]
+    store, results = in_batches(events, 10)
+    assert results == [Outcome.SKIPPED_STALE, Outcome.SKIPPED_STALE, Outcome.SKIPPED_STALE,
+                       Outcome.INDEXED, Outcome.SKIPPED_DUPLICATE, Outcome.DELETED]
+    assert sorted(store.chunks) == ["a@v3#alpha", "a@v3#beta"]
+
+
+def test_poison_newest_falls_back_to_the_older_version_of_the_batch() -> None:
+    events = [make("a", 1, "ok"), make("a", 2, "boom"),
+              make("b", 1, "ok"), make("b", 2, "rejected")]
+    store, results = in_batches(events, 10)
+    kinds = [type(r).__name__ for r in results]
+    assert kinds == ["Outcome", "PoisonEvent", "Outcome", "PoisonEvent"]
+    assert [r.reason for r in results if isinstance(r, PoisonEvent)] == ["chunker", "rejected"]
+    assert results[0] is Outcome.INDEXED and results[2] is Outcome.INDEXED
+    assert sorted(store.chunks) == ["a@v1#alpha", "a@v1#beta", "b@v1#alpha", "b@v1#beta"]

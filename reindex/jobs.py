@@ -90,7 +90,8 @@ class JobRunner:
                     ended, report.outcome.value, report.counts(), _error(report)
                 ))
                 log.info("reconcile ended", outcome=report.outcome.value, run_id=record.run_id,
-                         decided=dict(report.decided), applied=dict(report.applied))
+                         decided=dict(report.decided), applied=dict(report.applied),
+                         seconds=report.seconds)
                 if self.metrics is not None and not dry_run:
                     self.metrics.record_reconcile(
                         report.outcome.value, time.monotonic() - started,

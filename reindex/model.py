@@ -63,6 +63,7 @@ class ReconcileReport:
     refused: bool = False
     error: str | None = None  # why the run failed as a whole
     samples: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)  # per phase, for the log
 
     @property
     def outcome(self) -> Outcome:

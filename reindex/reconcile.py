@@ -25,6 +25,7 @@ Safety:
 from __future__ import annotations
 
 import math
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -115,12 +116,23 @@ class Reconciler:
         return report
 
     def _run(self, report: ReconcileReport) -> None:
+        clock = time.perf_counter()
+
+        def lap(phase: str) -> None:
+            nonlocal clock
+            now = time.perf_counter()
+            report.seconds[phase] = round(now - clock, 3)
+            clock = now
+
         index = read_index(self.store)
         report.indexed_documents = sum(1 for d in index.values() if not d.deleted)
+        lap("read_index")
         listing = list_source(self.source, indexed_live=report.indexed_documents)
         report.source_documents = len(listing)
+        lap("list_source")
         actions = [a for a in plan(listing, index) if self._count(report, a)]
         del index
+        lap("decide")
         deletions = [a for a in actions if a.decision is Decision.DELETE]
         report.deletions_allowed = deletion_cap(
             report.indexed_documents, self.options.max_delete_fraction
@@ -142,6 +154,7 @@ class Reconciler:
         others = [a for a in actions if a.decision is not Decision.DELETE]
         self._apply_all(report, others, listing)
         self._apply_all(report, deletions, listing)
+        lap("apply")
 
     def _count(self, report: ReconcileReport, action: PlannedAction) -> bool:
         """Count the decision; True when the action needs work."""

@@ -113,6 +113,8 @@ def print_report(report: ReconcileReport, *, allow_flag: str = "--allow-mass-del
         click.echo(f"FAILED document {failure}", err=True)
     if report.error:
         click.echo(f"FAILED: {report.error}; nothing was deleted after the failure", err=True)
+    if report.seconds:
+        click.echo("seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in report.seconds.items()))
     click.echo(f"outcome: {report.outcome.value}")
 
 

@@ -55,9 +55,27 @@ class Part:
 def split_unit(
     text: str, blocks: list[Block], span: tuple[int, int], policy: SizePolicy, count: Count
 ) -> list[Part]:
-    """Parts covering ``span``, a unit of ``text`` whose blocks (in order) are ``blocks``."""
-    splitter = _Splitter(text, policy, count)
-    return list(_pack(splitter.pieces(blocks, *span), span[1], policy))
+    """Parts covering ``span``, a unit of ``text`` whose blocks (in order) are ``blocks``.
+
+    The fewest parts that fit, as even as the pieces allow: greedy packing up to
+    the maximum gives the fewest parts; the smallest limit that still gives that
+    many (binary search) evens them out, so that a 900-token section becomes two
+    parts of about 450 rather than 800 and 100.
+    """
+    pieces = list(_Splitter(text, policy, count).pieces(blocks, *span))
+    header_tokens = {p.header: count_tokens(p.header) for p in pieces if p.header is not None}
+    fewest = _pack(pieces, policy.max_tokens, header_tokens)
+    low = max(1, -(-sum(p.tokens for p in pieces) // max(1, len(fewest))))
+    high = policy.max_tokens
+    best = fewest
+    while low < high:
+        middle = (low + high) // 2
+        packed = _pack(pieces, middle, header_tokens)
+        if len(packed) <= len(fewest):
+            best, high = packed, middle
+        else:
+            low = middle + 1
+    return [Part(p.start, p.end, p.header, p.unsplittable, p.tokens) for p, _ in best]
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,25 +160,37 @@ def _best_cut(text: str, start: int, limit: int) -> int | None:
     return fallback
 
 
-def _pack(pieces: Iterator[Piece], end: int, policy: SizePolicy) -> Iterator[Part]:
-    header_tokens: dict[str, int] = {}
-    start: int | None = None
-    header: str | None = None
-    unsplittable = False
-    total = 0
-    for piece in pieces:
-        if start is not None and total + piece.tokens > policy.max_tokens:
-            yield Part(start, piece.start, header, unsplittable, total)
-            start = None
-        if start is None:
-            start, header, unsplittable, total = piece.start, None, piece.unsplittable, piece.tokens
-            if piece.header is not None:
-                if piece.header not in header_tokens:
-                    header_tokens[piece.header] = count_tokens(piece.header)
-                if total + header_tokens[piece.header] <= policy.max_tokens:
-                    header = piece.header
-                    total += header_tokens[piece.header]
+def _pack(
+    pieces: list[Piece], limit: int, header_tokens: dict[str, int]
+) -> list[tuple[Piece, int]]:
+    """Greedy packing, in order, up to ``limit`` tokens a part.
+
+    Each part is given as a piece standing for it (its start, repeated header,
+    flag and total tokens) and the index of its last piece. A part that starts
+    inside a table carries the header rows when they fit within ``limit``.
+    """
+    parts: list[tuple[Piece, int]] = []
+    first: Piece | None = None
+    for index, piece in enumerate(pieces):
+        if first is not None and first.tokens + piece.tokens > limit:
+            parts.append((first, index - 1))
+            first = None
+        if first is None:
+            header = piece.header
+            tokens = piece.tokens
+            if header is not None and tokens + header_tokens[header] <= limit:
+                tokens += header_tokens[header]
+            else:
+                header = None
+            first = Piece(piece.start, piece.end, tokens, header, piece.unsplittable)
         else:
-            total += piece.tokens
-    if start is not None:
-        yield Part(start, end, header, unsplittable, total)
+            first = Piece(
+                first.start,
+                piece.end,
+                first.tokens + piece.tokens,
+                first.header,
+                first.unsplittable,
+            )
+    if first is not None:
+        parts.append((first, len(pieces) - 1))
+    return parts

@@ -102,3 +102,12 @@ def test_sentences_are_the_last_boundary_before_whitespace() -> None:
     chunks = chunk_document("d", 1, doc, policy=policy)
     assert problems(doc, chunks, policy) == []
     assert all(c.text.endswith(".") for c in chunks)
+
+
+def test_parts_are_as_few_as_fit_and_evened_out() -> None:
+    policy = SizePolicy(min_tokens=0, max_tokens=100)
+    # 12 paragraphs of 10 tokens: greedy would give 100 + 20; even parts are 60 + 60
+    doc = "\n\n".join(_para(f"p{i}", 5) for i in range(12))
+    chunks = chunk_document("d", 1, doc, policy=policy)
+    assert problems(doc, chunks, policy) == []
+    assert [c.token_count for c in chunks] == [60, 60]

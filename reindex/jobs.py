@@ -59,6 +59,7 @@ class JobRunner:
     spacing: timedelta | None = None  # scheduled runs: see reindex.lease
     stop_event: threading.Event = field(default_factory=threading.Event)
     on_close: Callable[[], None] = lambda: None
+    last_skip: str | None = None  # why the last job could not take its lease
 
     def reconcile(
         self,
@@ -145,6 +146,7 @@ class JobRunner:
     def _leased(self, job: str) -> Iterator[threading.Event | None]:
         """Yields an event set if the lease is lost mid-run, or None if not taken."""
         held, why = self.lease.acquire(job, self.holder, self.lease_ttl, spacing=self.spacing)
+        self.last_skip = why
         if held is None:
             log.info("job left to another replica", job=job, reason=why)
             if self.metrics is not None:

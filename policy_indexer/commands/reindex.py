@@ -22,6 +22,7 @@ from policy_indexer.settings import Settings
 from policy_indexer.sources import SourceNotConfiguredError, open_configured_source
 from reindex.backends_es import ElasticsearchLeaseBackend, ElasticsearchRunLog
 from reindex.backends_sqlite import SchedulerDatabase
+from reindex.errors import LeaseError
 from reindex.jobs import JobRunner
 from reindex.lease import Lease, LeaseBackend
 from reindex.model import Outcome, ReconcileReport
@@ -29,6 +30,7 @@ from reindex.runs import RunLog
 from sources.base import Source
 from store.base import Store
 from store.elasticsearch import ElasticsearchStore
+from store.errors import StoreError
 from store.sqlite import SQLiteStore
 
 EXIT_FAILED = 1
@@ -130,7 +132,12 @@ def reindex(settings: Settings, dry_run: bool, allow_mass_delete: bool) -> None:
     except (SourceNotConfiguredError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     store = open_index(settings)
-    runner = open_runner(settings, source, store, trigger="manual")
+    try:
+        runner = open_runner(settings, source, store, trigger="manual")
+    except (StoreError, LeaseError) as exc:
+        store.close()
+        source.close()
+        raise click.ClickException(f"reindex cannot start: {exc}") from exc
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         click.echo(f"{signal.Signals(signum).name}: stopping after the current document", err=True)
@@ -143,13 +150,14 @@ def reindex(settings: Settings, dry_run: bool, allow_mass_delete: bool) -> None:
             allow_mass_delete=allow_mass_delete,
             checkpoint=kill_hook(settings.reindex_kill_at),
         )
+    except (StoreError, LeaseError) as exc:  # the lease or the run record, not the run
+        raise click.ClickException(f"reindex failed: {exc}") from exc
     finally:
         runner.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if report is None:
-        click.echo("another reconcile holds the lease (see the log line above); nothing done",
-                   err=True)
+        click.echo(f"not run: the reconcile lease is {runner.last_skip}", err=True)
         raise SystemExit(EXIT_FAILED)
     print_report(report)
     if report.outcome is Outcome.FAILED:

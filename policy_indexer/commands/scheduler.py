@@ -21,7 +21,9 @@ from metrics.definitions import ReindexMetrics
 from policy_indexer.commands.reindex import open_index, open_runner
 from policy_indexer.settings import Settings
 from policy_indexer.sources import SourceNotConfiguredError, open_configured_source
+from reindex.errors import LeaseError
 from reindex.scheduler import build_scheduler
+from store.errors import StoreError
 
 log = structlog.get_logger(__name__)
 
@@ -38,9 +40,14 @@ def scheduler(settings: Settings, port: int | None) -> None:
         raise click.ClickException(str(exc)) from exc
     registry = CollectorRegistry()
     metrics = ReindexMetrics.create(registry)
-    runner = open_runner(settings, source, open_index(settings), trigger="scheduled",
-                         metrics=metrics)
-    runner.refresh_metrics()
+    store = open_index(settings)
+    try:
+        runner = open_runner(settings, source, store, trigger="scheduled", metrics=metrics)
+        runner.refresh_metrics()
+    except (StoreError, LeaseError) as exc:
+        store.close()
+        source.close()
+        raise click.ClickException(f"scheduler cannot start: {exc}") from exc
     server, _thread = start_http_server(
         settings.scheduler_metrics_port if port is None else port,
         addr=settings.metrics_host, registry=registry,

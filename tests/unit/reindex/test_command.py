@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from click.testing import CliRunner
 
 from policy_indexer.cli import main
 from reindex.backends_sqlite import SchedulerDatabase
+from reindex.lease import Lease
 from store.sqlite import SQLiteStore
 
 
@@ -77,3 +79,18 @@ def test_a_missing_source_folder_fails_the_run(folder: Path, tmp_path: Path,
     assert result.exit_code == 1
     assert "ListingFailedError" in result.output and "unmounted" in result.output
     assert len(live_states(tmp_path)) == 3
+
+
+def test_a_run_by_hand_does_not_overlap_a_running_one(folder: Path, tmp_path: Path) -> None:
+    cli = CliRunner()
+    assert cli.invoke(main, ["reindex", "--dry-run"]).exit_code == 0  # creates the files
+    database = SchedulerDatabase(tmp_path / "state" / "scheduler.sqlite3")
+    try:
+        held, _ = Lease(database).acquire("reconcile", "node-7:42", timedelta(minutes=5))
+        assert held is not None
+        result = cli.invoke(main, ["reindex"])
+    finally:
+        database.close()
+    assert result.exit_code == 1
+    assert "held by node-7:42" in result.output
+    assert live_states(tmp_path) == {}

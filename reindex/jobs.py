@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import structlog
 
@@ -131,6 +131,11 @@ class JobRunner:
             last = self.run_log.last_success(job)
             if last is not None and last.ended_at is not None:
                 gauge.set(last.ended_at.timestamp())
+
+    def last_attempt(self, job: str = RECONCILE) -> datetime | None:
+        """When the latest non-dry run of ``job`` started (any replica, any outcome)."""
+        runs = [r for r in self.run_log.recent(job, limit=20) if not r.dry_run]
+        return runs[0].started_at if runs else None
 
     def close(self) -> None:
         self.on_close()

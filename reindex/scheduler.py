@@ -13,7 +13,7 @@ the shared run log every minute, so every replica exports the same
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -46,6 +46,18 @@ def _guarded(job: str, call: Callable[[], object]) -> Callable[[], None]:
     return run
 
 
+def previous_occurrence(trigger: CronTrigger, now: datetime) -> datetime | None:
+    """The latest fire time of ``trigger`` at or before ``now`` within two days, or None."""
+    fire = trigger.get_next_fire_time(None, now - timedelta(days=2))
+    latest = None
+    for _ in range(10_000):  # a cron firing every minute: 2,880 steps
+        if fire is None or fire > now:
+            return latest
+        latest = fire
+        fire = trigger.get_next_fire_time(fire, fire + timedelta(seconds=1))
+    return latest
+
+
 def build_scheduler(
     runner: JobRunner,
     *,
@@ -55,7 +67,16 @@ def build_scheduler(
     misfire_grace: timedelta,
     metrics_refresh: timedelta = timedelta(minutes=1),
     scheduler: BaseScheduler | None = None,
+    last_attempt: datetime | None = None,
 ) -> BaseScheduler:
+    """The three jobs. ``last_attempt``: when the last reconcile (any replica) started.
+
+    APScheduler keeps its jobs in memory, so an occurrence that passed while no
+    scheduler was running would be forgotten. When the latest occurrence is
+    after ``last_attempt``, the reconcile is scheduled for that occurrence:
+    APScheduler then runs it at once if it is within the misfire grace time
+    (a restart at 02:20 still runs the 02:00 reconcile), and skips it otherwise.
+    """
     zone = ZoneInfo(timezone)
     sched = scheduler if scheduler is not None else BackgroundScheduler(timezone=zone)
     common: dict[str, Any] = {
@@ -64,9 +85,17 @@ def build_scheduler(
         "misfire_grace_time": max(1, int(misfire_grace.total_seconds())),
         "replace_existing": True,
     }
+    nightly = CronTrigger.from_crontab(cron, timezone=zone)
+    missed = previous_occurrence(nightly, datetime.now(zone))
+    if missed is not None and (last_attempt is None or last_attempt < missed):
+        common_reconcile = {**common, "next_run_time": missed}
+        log.warning("the last reconcile occurrence has not run; catching up if within grace",
+                    occurrence=missed.isoformat())
+    else:
+        common_reconcile = common
     sched.add_job(
-        _guarded(RECONCILE, runner.reconcile), CronTrigger.from_crontab(cron, timezone=zone),
-        id=RECONCILE, name=f"reconcile ({cron} {timezone})", **common,
+        _guarded(RECONCILE, runner.reconcile), nightly,
+        id=RECONCILE, name=f"reconcile ({cron} {timezone})", **common_reconcile,
     )
     sched.add_job(
         _guarded(SWEEP, runner.sweep), IntervalTrigger(seconds=sweep_interval.total_seconds()),

@@ -44,6 +44,7 @@ def scheduler(settings: Settings, port: int | None) -> None:
     try:
         runner = open_runner(settings, source, store, trigger="scheduled", metrics=metrics)
         runner.refresh_metrics()
+        last_attempt = runner.last_attempt()
     except (StoreError, LeaseError) as exc:
         store.close()
         source.close()
@@ -58,6 +59,7 @@ def scheduler(settings: Settings, port: int | None) -> None:
         timezone=settings.reindex_timezone,
         sweep_interval=timedelta(seconds=settings.sweep_interval_seconds),
         misfire_grace=timedelta(seconds=settings.reindex_misfire_grace_seconds),
+        last_attempt=last_attempt,
     )
     stop = threading.Event()
 

@@ -38,7 +38,7 @@ def scheduler(runner: JobRunner) -> Iterator[BackgroundScheduler]:
     sched = BackgroundScheduler(timezone=PARIS)
     build_scheduler(runner, cron="0 2 * * *", timezone="Europe/Paris",
                     sweep_interval=timedelta(hours=1), misfire_grace=timedelta(minutes=30),
-                    scheduler=sched)
+                    scheduler=sched, last_attempt=datetime.now(PARIS))
     sched.start(paused=True)
     yield sched
     sched.shutdown(wait=True)
@@ -105,3 +105,39 @@ def test_dst_start_night_still_runs(scheduler: BackgroundScheduler) -> None:
     trigger = scheduler.get_job("reconcile").trigger
     fire = trigger.get_next_fire_time(None, datetime(2026, 3, 28, 12, tzinfo=PARIS))
     assert fire.astimezone(UTC) == datetime(2026, 3, 29, 1, 0, tzinfo=UTC)  # 03:00 CEST
+
+
+def cron_at(moment: datetime) -> str:
+    return f"{moment.minute} {moment.hour} * * *"
+
+
+@pytest.mark.parametrize(("minutes_ago", "runs"), [(10, True), (45, False)])
+def test_an_occurrence_missed_while_no_scheduler_ran_is_caught_up_within_the_grace(
+    runner: JobRunner, minutes_ago: int, runs: bool
+) -> None:
+    occurrence = (datetime.now(PARIS) - timedelta(minutes=minutes_ago)).replace(second=0,
+                                                                               microsecond=0)
+    sched = BackgroundScheduler(timezone=PARIS)
+    build_scheduler(runner, cron=cron_at(occurrence), timezone="Europe/Paris",
+                    sweep_interval=timedelta(hours=1), misfire_grace=timedelta(minutes=30),
+                    scheduler=sched, last_attempt=occurrence - timedelta(days=1))
+    outcome = when_done(sched, "reconcile", EVENT_JOB_EXECUTED | EVENT_JOB_MISSED)
+    sched.start()
+    try:
+        assert outcome.wait(30)
+    finally:
+        sched.shutdown(wait=True)
+    assert len(runner.run_log.recent("reconcile")) == (1 if runs else 0)
+
+
+def test_no_catch_up_when_the_occurrence_already_ran(runner: JobRunner) -> None:
+    occurrence = (datetime.now(PARIS) - timedelta(minutes=10)).replace(second=0, microsecond=0)
+    sched = BackgroundScheduler(timezone=PARIS)
+    build_scheduler(runner, cron=cron_at(occurrence), timezone="Europe/Paris",
+                    sweep_interval=timedelta(hours=1), misfire_grace=timedelta(minutes=30),
+                    scheduler=sched, last_attempt=occurrence + timedelta(seconds=5))
+    sched.start(paused=True)
+    try:
+        assert sched.get_job("reconcile").next_run_time == occurrence + timedelta(days=1)
+    finally:
+        sched.shutdown(wait=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 from support.chunks import make_chunk
 
-from store.errors import StoreSetupError
+from store.errors import StoreSetupError, TransientStoreError
 from store.model import DocumentState
 from store.search import SearchQueryError
 from store.sqlite import SQLiteStore
@@ -125,3 +126,19 @@ def test_paging_lists_more_than_one_page(store: SQLiteStore) -> None:
         store.put_state(DocumentState(f"d{i:04d}", 1, T0, T0))
     assert len(list(store.iter_chunks())) == 1100
     assert len(list(store.iter_states())) == 1100
+
+
+def test_a_locked_database_is_a_transient_error_the_worker_retries(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite3"
+    store = SQLiteStore(path, busy_timeout_s=0.2)
+    store.ensure_ready()
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(TransientStoreError, match="locked"):
+            store.write_chunks([make_chunk("d", 1)])
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert store.write_chunks([make_chunk("d", 1)]) == 1
+    store.close()

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from transport.local_clients import LocalQueueConsumer
+from events.model import Action, ChangeEvent
+from transport.local_clients import LocalQueueConsumer, LocalQueuePublisher
 from transport.local_queue import LocalQueue, QueueError
+from transport.publisher import PublishUnavailable
+
+EVENT = ChangeEvent(event_id="e1", document_id="refund", action=Action.DELETE, version=2,
+                    changed_at=datetime(2024, 1, 1, tzinfo=UTC))
 
 
 def test_committed_records_give_their_disk_space_back(tmp_path: Path) -> None:
@@ -26,3 +33,23 @@ def test_a_file_that_is_not_a_queue_is_a_clear_error(tmp_path: Path) -> None:
     path.write_bytes(b"not a database" * 500)
     with pytest.raises(QueueError, match=r"queue\.sqlite3.*not a database"):
         LocalQueue(path)
+
+
+def test_a_locked_queue_file_is_publish_unavailable_and_nothing_is_half_written(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "queue.sqlite3"
+    queue = LocalQueue(path, busy_timeout_s=0.2)
+    publisher = LocalQueuePublisher(queue, "t")
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")  # another process mid-write, for longer than we wait
+    try:
+        with pytest.raises(PublishUnavailable, match=r"queue\.sqlite3.*locked"):
+            publisher.publish(EVENT)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert queue.pending("t") == 0
+    publisher.publish(EVENT)  # the caller's retry (the CMS's, after a 503) goes through
+    assert queue.pending("t") == 1
+    queue.close()

@@ -5,8 +5,9 @@ Pure (no I/O) and deterministic. See ``docs/chunking.md`` for the rules.
     from chunker import chunk_document, SizePolicy, ChunkerError
 """
 
-from chunker.document import CONTENT_TYPES, chunk_document
+from chunker.document import chunk_document
 from chunker.errors import ChunkerError, InvalidContent, InvalidFrontMatter, InvalidMetadata
+from chunker.inputs import CONTENT_TYPES
 from chunker.model import Chunk, DocumentMetadata, Neighbours, chunk_id
 from chunker.policy import SizePolicy
 from chunker.tokens import count_tokens

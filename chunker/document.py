@@ -17,8 +17,8 @@ from datetime import datetime
 
 from chunker import links
 from chunker.blocks import ParsedDocument
-from chunker.errors import InvalidContent, InvalidMetadata
 from chunker.html import html_to_text, parse_html
+from chunker.inputs import check_changed_at, check_identity, content_kind, decode
 from chunker.markdown import parse_markdown
 from chunker.merge import plan_units
 from chunker.metadata import merge_metadata, parse_front_matter
@@ -27,9 +27,6 @@ from chunker.policy import SizePolicy
 from chunker.sections import Section, SlugRegistry, build_sections
 from chunker.split import Part, split_unit
 from chunker.tokens import SpanCounter, count_tokens
-
-CONTENT_TYPES = ("text/markdown", "text/html")
-_ALIASES = {"text/x-markdown": "text/markdown", "application/xhtml+xml": "text/html"}
 
 
 def chunk_document(
@@ -47,10 +44,10 @@ def chunk_document(
     Raises a ``ChunkerError`` subclass on bad input: ``InvalidContent``,
     ``InvalidFrontMatter`` or ``InvalidMetadata``. An empty document gives ``[]``.
     """
-    _check_identity(document_id, version)
-    _check_changed_at(changed_at)
-    kind = _content_kind(content_type)
-    text = _decode(content)
+    check_identity(document_id, version)
+    check_changed_at(changed_at)
+    kind = content_kind(content_type)
+    text = decode(content)
     parsed: ParsedDocument = parse_markdown(text) if kind == "text/markdown" else parse_html(text)
     front = parse_front_matter(parsed.front_matter) if parsed.front_matter is not None else {}
     if parsed.title and "title" not in front:
@@ -192,54 +189,3 @@ def _trim(text: str, part: Part, kind: str) -> Part | None:
     if start == end:
         return None
     return Part(start, end, part.header, part.unsplittable, part.tokens)
-
-
-def _check_identity(document_id: str, version: int) -> None:
-    if not isinstance(document_id, str) or not document_id.strip():
-        raise InvalidMetadata(f"document_id must be a non-empty string, got {document_id!r}")
-    if "@" in document_id or "#" in document_id:
-        raise InvalidMetadata(f"document_id must not contain '@' or '#', got {document_id!r}")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise InvalidMetadata(f"version must be an integer >= 1, got {version!r}")
-
-
-def _check_changed_at(changed_at: object) -> None:
-    if changed_at is not None and not isinstance(changed_at, datetime):
-        raise InvalidMetadata(f"changed_at must be a datetime or None, got {changed_at!r}")
-
-
-def _content_kind(content_type: str) -> str:
-    kind = content_type.split(";", 1)[0].strip().lower()
-    kind = _ALIASES.get(kind, kind)
-    if kind not in CONTENT_TYPES:
-        raise InvalidContent(
-            f"content_type {content_type!r} is not supported (one of {', '.join(CONTENT_TYPES)})"
-        )
-    return kind
-
-
-def _decode(content: str | bytes) -> str:
-    if isinstance(content, bytes | bytearray | memoryview):
-        raw = bytes(content)
-        try:
-            text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise InvalidContent(
-                f"content is not valid UTF-8: byte {raw[exc.start : exc.start + 1]!r} "
-                f"at offset {exc.start} ({exc.reason})"
-            ) from exc
-    elif isinstance(content, str):
-        text = content
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidContent(
-                f"content has a character that is not valid Unicode text: "
-                f"{text[exc.start]!r} at offset {exc.start} ({exc.reason})"
-            ) from exc
-    else:
-        raise InvalidContent(f"content must be str or bytes, got {type(content).__name__}")
-    nul = text.find("\x00")
-    if nul >= 0:
-        raise InvalidContent(f"content has a NUL character at offset {nul}")
-    return text

@@ -1,0 +1,62 @@
+"""Checks of what the caller hands ``chunk_document``, each a typed error naming the value."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from chunker.errors import InvalidContent, InvalidMetadata
+
+CONTENT_TYPES = ("text/markdown", "text/html")
+_ALIASES = {"text/x-markdown": "text/markdown", "application/xhtml+xml": "text/html"}
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_identity(document_id: str, version: int) -> None:
+    if not isinstance(document_id, str) or not document_id.strip():
+        raise InvalidMetadata(f"document_id must be a non-empty string, got {document_id!r}")
+    if "@" in document_id or "#" in document_id:
+        raise InvalidMetadata(f"document_id must not contain '@' or '#', got {document_id!r}")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise InvalidMetadata(f"version must be an integer >= 1, got {version!r}")
+
+
+def check_changed_at(changed_at: object) -> None:
+    if changed_at is not None and not isinstance(changed_at, datetime):
+        raise InvalidMetadata(f"changed_at must be a datetime or None, got {changed_at!r}")
+
+
+def content_kind(content_type: str) -> str:
+    kind = content_type.split(";", 1)[0].strip().lower()
+    kind = _ALIASES.get(kind, kind)
+    if kind not in CONTENT_TYPES:
+        raise InvalidContent(
+            f"content_type {content_type!r} is not supported (one of {', '.join(CONTENT_TYPES)})"
+        )
+    return kind
+
+
+def decode(content: str | bytes) -> str:
+    if isinstance(content, bytes | bytearray | memoryview):
+        raw = bytes(content)
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise InvalidContent(
+                f"content is not valid UTF-8: byte {raw[exc.start : exc.start + 1]!r} "
+                f"at offset {exc.start} ({exc.reason})"
+            ) from exc
+    elif isinstance(content, str):
+        text = content
+        surrogate = None if text.isascii() else _SURROGATE.search(text)
+        if surrogate is not None:
+            raise InvalidContent(
+                f"content has a lone surrogate {surrogate.group()!r} at offset "
+                f"{surrogate.start()}: not valid Unicode text"
+            )
+    else:
+        raise InvalidContent(f"content must be str or bytes, got {type(content).__name__}")
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise InvalidContent(f"content has a NUL character at offset {nul}")
+    return text

@@ -165,3 +165,20 @@ def test_bad_arguments_are_typed_errors() -> None:
     with pytest.raises(InvalidContent, match="text/plain"):
         chunk_document("d", 1, "# x\n", content_type="text/plain")
     assert issubclass(InvalidFrontMatter, ChunkerError)
+
+
+def test_event_metadata_can_clear_a_front_matter_value_and_set_the_source_path() -> None:
+    doc = "---\ntitle: From front matter\nvalid-to: 2025-12-31\naccess_labels: staff\n---\n# x\n"
+    meta = chunk_document("d", 1, doc, metadata={"valid_to": None, "source_path": "policies/x.md"})[
+        0
+    ].metadata
+    assert meta.title == "From front matter"
+    assert meta.valid_to is None
+    assert meta.access_labels == ["staff"]
+    assert meta.source_path == "policies/x.md"
+
+
+def test_an_unclosed_front_matter_fence_is_a_rule_not_metadata() -> None:
+    chunks = chunk_document("d", 1, "---\ntitle: never closed\n\n# Heading\n\ntext\n")
+    assert chunks[0].metadata.title is None
+    assert "title: never closed" in chunks[0].text

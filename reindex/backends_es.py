@@ -16,9 +16,9 @@ import elastic_transport
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
 
 from reindex.errors import LeaseError
+from reindex.es_calls import es_call
 from reindex.lease import LeaseRecord
 from reindex.runs import RunRecord
-from store.elasticsearch import _translate
 from store.errors import StoreError
 
 _SETTINGS = {"number_of_shards": 1, "number_of_replicas": 0}
@@ -44,10 +44,10 @@ LEASE_PROPERTIES: dict[str, Any] = {
 
 
 def _create_index(client: Elasticsearch, index: str, properties: dict[str, Any]) -> None:
-    if _translate(f"check index {index!r}", client.indices.exists, index=index):
+    if es_call(f"check index {index!r}", client.indices.exists, index=index):
         return
     try:
-        _translate(
+        es_call(
             f"create index {index!r}",
             client.indices.create,
             index=index,
@@ -79,11 +79,11 @@ class ElasticsearchRunLog:
             "outcome": record.outcome, "counts": record.counts, "error": record.error,
             "dry_run": record.dry_run,
         }
-        _translate(f"save run {record.run_id!r}", self.client.index, index=self.index,
+        es_call(f"save run {record.run_id!r}", self.client.index, index=self.index,
                    id=record.run_id, document=body, refresh=True)
 
     def _search(self, query: dict[str, Any], sort: str, limit: int) -> list[RunRecord]:
-        resp = _translate("search runs", self.client.search, index=self.index, query=query,
+        resp = es_call("search runs", self.client.search, index=self.index, query=query,
                           sort=[{sort: "desc"}], size=limit, track_total_hits=False)
         return [_run_from(hit["_source"]) for hit in resp["hits"]["hits"]]
 

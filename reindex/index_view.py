@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from reindex.es_calls import es_call
 from reindex.model import IndexedDocument
 from store.base import Store
-from store.elasticsearch import ElasticsearchStore, _translate
+from store.elasticsearch import ElasticsearchStore
 
 _BUCKETS_PER_PAGE = 10_000
 
@@ -45,7 +46,7 @@ def _es_chunk_counts(store: ElasticsearchStore) -> Iterator[tuple[str, int, int]
         }
         if after is not None:
             composite["after"] = after
-        resp = _translate(
+        resp = es_call(
             "count chunks per document",
             store.client.search,
             index=store.names.chunks,

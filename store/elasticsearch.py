@@ -2,27 +2,31 @@
 
 Works on the minimal distribution (no ``_delete_by_query``, no scripts): stale
 chunks are found with a ``search_after`` query and deleted by id through bulk.
-Every error from the client is translated here into the ``store.errors`` tree.
+Requests and error translation live in ``store.es_requests``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
-import elastic_transport
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
 
 from chunker.model import Chunk
 from store import es_mappings
 from store.errors import RejectedDocumentError, StoreError, StoreSetupError, TransientStoreError
+from store.es_requests import (
+    PAGE,
+    bulk,
+    is_transient_status,
+    parse_dt,
+    search_all,
+    translate,
+)
 from store.model import ChunkRef, DocumentState
-
-T = TypeVar("T")
-_PAGE = 1000
 
 
 @dataclass(frozen=True)
@@ -41,29 +45,6 @@ class IndexNames:
 
     def first_index(self, alias: str) -> str:
         return f"{alias}-000001"
-
-
-def _is_transient_status(status: int) -> bool:
-    return status == 429 or status >= 500
-
-
-def _translate(what: str, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    try:
-        return call(*args, **kwargs)
-    except (elastic_transport.ConnectionError, elastic_transport.ConnectionTimeout) as exc:
-        raise TransientStoreError(f"{what}: Elasticsearch unreachable: {exc}") from exc
-    except ApiError as exc:
-        if _is_transient_status(exc.meta.status):
-            raise TransientStoreError(f"{what}: HTTP {exc.meta.status}: {exc}") from exc
-        raise StoreError(f"{what}: HTTP {exc.meta.status}: {exc}") from exc
-    except elastic_transport.TransportError as exc:
-        raise TransientStoreError(f"{what}: {exc}") from exc
-
-
-def _parse_dt(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 class ElasticsearchStore:
@@ -100,16 +81,16 @@ class ElasticsearchStore:
             (self.names.states, es_mappings.STATE_PROPERTIES),
         ):
             body = es_mappings.template_body(f"{alias}-*", props)
-            _translate(
+            translate(
                 f"put index template {alias!r}",
                 self.client.indices.put_index_template,
                 name=alias,
                 **body,
             )
-            if _translate(f"check alias {alias!r}", self.client.indices.exists_alias, name=alias):
+            if translate(f"check alias {alias!r}", self.client.indices.exists_alias, name=alias):
                 continue
             try:
-                _translate(
+                translate(
                     f"create index for alias {alias!r}",
                     self.client.indices.create,
                     index=self.names.first_index(alias),
@@ -128,7 +109,7 @@ class ElasticsearchStore:
     # -- document states ---------------------------------------------------
     def get_state(self, document_id: str) -> DocumentState | None:
         try:
-            resp = _translate(
+            resp = translate(
                 f"get state of {document_id!r}",
                 self.client.get,
                 index=self.names.states,
@@ -142,7 +123,7 @@ class ElasticsearchStore:
 
     def put_state(self, state: DocumentState) -> bool:
         try:
-            _translate(
+            translate(
                 f"put state of {state.document_id!r}",
                 self.client.index,
                 index=self.names.states,
@@ -162,7 +143,7 @@ class ElasticsearchStore:
         """States of many documents in one real-time ``mget``."""
         if not document_ids:
             return {}
-        resp = _translate(
+        resp = translate(
             "get states", self.client.mget, index=self.names.states, ids=list(document_ids)
         )
         return {
@@ -178,7 +159,10 @@ class ElasticsearchStore:
             body = json.dumps(action) + "\n" + json.dumps(_state_to_source(state)) + "\n"
             lines.append((state.document_id, body.encode()))
         lost: set[str] = set()
-        refused = self._bulk(lines, "put states", conflicts=lost)
+        refused = bulk(
+            self.client, lines, "put states", conflicts=lost,
+            max_actions=self.bulk_max_actions, max_bytes=self.bulk_max_bytes,
+        )
         if refused:
             raise StoreError(f"Elasticsearch refused document states: {refused[:3]}")
         return lost
@@ -196,18 +180,18 @@ class ElasticsearchStore:
                     {"term": {"document_id": doc}},
                     {"range": {"version": {"lt": versions[doc]}}},
                 ]}},
-                "size": _PAGE, "_source": ["document_id", "version", "indexed_at"],
+                "size": PAGE, "_source": ["document_id", "version", "indexed_at"],
                 "track_total_hits": False,
             })
-        resp = _translate("find older chunks", self.client.msearch, searches=searches)
+        resp = translate("find older chunks", self.client.msearch, searches=searches)
         refs: list[ChunkRef] = []
         for doc, answer in zip(docs, resp["responses"], strict=True):
             if "error" in answer:
                 status = int(answer.get("status", 500))
-                cls = TransientStoreError if _is_transient_status(status) else StoreError
+                cls = TransientStoreError if is_transient_status(status) else StoreError
                 raise cls(f"find older chunks of {doc!r}: {answer['error']}")
             hits = answer["hits"]["hits"]
-            if len(hits) >= _PAGE:  # rare: page through this one
+            if len(hits) >= PAGE:  # rare: page through this one
                 refs.extend(self.find_chunks(doc, below_version=versions[doc]))
                 continue
             refs.extend(_ref(hit) for hit in hits)
@@ -223,7 +207,10 @@ class ElasticsearchStore:
             source["indexed_at"] = indexed_at
             body = f"{action}\n{json.dumps(source, ensure_ascii=False)}\n".encode()
             lines.append((chunk.chunk_id, body))
-        refused = self._bulk(lines, "write chunks")
+        refused = bulk(
+            self.client, lines, "write chunks",
+            max_actions=self.bulk_max_actions, max_bytes=self.bulk_max_bytes,
+        )
         if refused:
             reasons = "; ".join(f"{cid}: {why}" for cid, why in refused[:3])
             raise RejectedDocumentError(
@@ -241,45 +228,13 @@ class ElasticsearchStore:
         if not lines:
             return 0
         counter: list[int] = [0]
-        refused = self._bulk(lines, "delete chunks", deleted=counter)
+        refused = bulk(
+            self.client, lines, "delete chunks", deleted=counter,
+            max_actions=self.bulk_max_actions, max_bytes=self.bulk_max_bytes,
+        )
         if refused:
             raise StoreError(f"Elasticsearch refused deletes: {refused[:3]}")
         return counter[0]
-
-    def _bulk(
-        self,
-        lines: Sequence[tuple[str, bytes]],
-        what: str,
-        deleted: list[int] | None = None,
-        conflicts: set[str] | None = None,
-    ) -> list[tuple[str, str]]:
-        """Send the lines in batches cut by count and bytes; check every item.
-
-        Returns (id, reason) for items refused for their content. A transient
-        item failure (429, 5xx) raises ``TransientStoreError``: writing again is
-        harmless because ids are deterministic.
-        """
-        refused: list[tuple[str, str]] = []
-        for batch in _batches(lines, self.bulk_max_actions, self.bulk_max_bytes):
-            payload = b"".join(body for _, body in batch)
-            resp = _translate(what, self.client.bulk, operations=payload)
-            if not resp.get("errors") and deleted is None:  # every item succeeded
-                continue
-            for item in resp["items"]:
-                (op, result), = item.items()
-                status = int(result.get("status", 0))
-                if op == "delete" and status == 404:
-                    continue  # not_found is what an idempotent delete wants
-                if conflicts is not None and status == 409:
-                    conflicts.add(str(result.get("_id")))
-                    continue
-                if _is_transient_status(status):
-                    raise TransientStoreError(f"{what}: item {result.get('_id')!r}: {status}")
-                if status >= 300:
-                    refused.append((str(result.get("_id")), json.dumps(result.get("error"))))
-                elif op == "delete" and deleted is not None:
-                    deleted[0] += 1
-        return refused
 
     def find_chunks(
         self, document_id: str, *, below_version: int | None = None
@@ -293,41 +248,19 @@ class ElasticsearchStore:
         return self._search_refs({"match_all": {}})
 
     def _search_refs(self, query: dict[str, Any]) -> Iterator[ChunkRef]:
-        for hit in self._search_all(
+        for hit in search_all(
+            self.client,
             self.names.chunks, query, "chunk_id", ["document_id", "version", "indexed_at"]
         ):
             yield _ref(hit)
 
     def iter_states(self) -> Iterator[DocumentState]:
-        for hit in self._search_all(self.names.states, {"match_all": {}}, "document_id", None):
+        for hit in search_all(
+            self.client, self.names.states, {"match_all": {}}, "document_id", None):
             yield _state_from_source(hit["_source"])
 
-    def _search_all(
-        self, index: str, query: dict[str, Any], sort_field: str, fields: list[str] | None
-    ) -> Iterator[dict[str, Any]]:
-        """Page through every hit with search_after on a unique keyword (no PIT needed)."""
-        after: list[Any] | None = None
-        while True:
-            kwargs: dict[str, Any] = {
-                "index": index,
-                "query": query,
-                "sort": [{sort_field: "asc"}],
-                "size": _PAGE,
-                "track_total_hits": False,
-            }
-            if fields is not None:
-                kwargs["source_includes"] = fields
-            if after is not None:
-                kwargs["search_after"] = after
-            resp = _translate(f"search {index!r}", self.client.search, **kwargs)
-            hits = resp["hits"]["hits"]
-            yield from hits
-            if len(hits) < _PAGE:
-                return
-            after = hits[-1]["sort"]
-
     def refresh(self) -> None:
-        _translate(
+        translate(
             "refresh", self.client.indices.refresh, index=f"{self.names.chunks},{self.names.states}"
         )
 
@@ -335,24 +268,9 @@ class ElasticsearchStore:
         self.client.close()
 
 
-def _batches(
-    lines: Sequence[tuple[str, bytes]], max_actions: int, max_bytes: int
-) -> Iterator[list[tuple[str, bytes]]]:
-    batch: list[tuple[str, bytes]] = []
-    size = 0
-    for line in lines:
-        if batch and (len(batch) >= max_actions or size + len(line[1]) > max_bytes):
-            yield batch
-            batch, size = [], 0
-        batch.append(line)
-        size += len(line[1])
-    if batch:
-        yield batch
-
-
 def _ref(hit: dict[str, Any]) -> ChunkRef:
     src = hit["_source"]
-    indexed_at = _parse_dt(src.get("indexed_at"))
+    indexed_at = parse_dt(src.get("indexed_at"))
     return ChunkRef(hit["_id"], src["document_id"], int(src["version"]), indexed_at)
 
 
@@ -371,8 +289,8 @@ def _state_to_source(state: DocumentState) -> dict[str, Any]:
 
 
 def _state_from_source(src: dict[str, Any]) -> DocumentState:
-    changed_at = _parse_dt(src["changed_at"])
-    indexed_at = _parse_dt(src["indexed_at"])
+    changed_at = parse_dt(src["changed_at"])
+    indexed_at = parse_dt(src["indexed_at"])
     if changed_at is None or indexed_at is None:
         raise StoreError(f"document state {src.get('document_id')!r} lacks its dates")
     return DocumentState(

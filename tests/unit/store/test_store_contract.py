@@ -103,3 +103,18 @@ def test_a_keyword_too_long_is_rejected_by_id_and_the_rest_is_written(store: Sto
         store.write_chunks([good, bad])
     assert caught.value.item_ids == ("d@v1#bad",)
     assert ids(store) == ["d@v1#good"]
+
+
+def test_many_document_operations_match_the_one_by_one_ones(store: Store) -> None:
+    from store.batch import find_chunks_below, get_states, put_states
+
+    assert put_states(store, [state("a", 2), state("b", 1, deleted=True)]) == set()
+    assert put_states(store, [state("a", 1), state("b", 3), state("c", 1)]) == {"a"}
+    got = get_states(store, ["a", "b", "c", "missing"])
+    assert {d: (s.version, s.deleted) for d, s in got.items()} == {
+        "a": (2, False), "b": (3, False), "c": (1, False)
+    }
+    store.write_chunks([make_chunk(d, v, "x") for d in ("a", "b") for v in (1, 2, 3)])
+    store.refresh()
+    found = find_chunks_below(store, {"a": 3, "b": 2, "c": 9})
+    assert sorted(r.chunk_id for r in found) == ["a@v1#x", "a@v2#x", "b@v1#x"]

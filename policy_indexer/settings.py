@@ -154,6 +154,10 @@ class Settings(BaseSettings):
         description="A reconcile refuses to delete more than this fraction of the indexed "
         "documents unless run with --allow-mass-delete.",
     )
+    reindex_batch_size: int = Field(
+        200, ge=1, le=10_000,
+        description="Change events a reconcile hands to the worker's batch processing at once.",
+    )
     reindex_misfire_grace_seconds: float = Field(
         3600.0, gt=0, description="A job that could not start on time still runs this late."
     )

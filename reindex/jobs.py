@@ -54,6 +54,7 @@ class JobRunner:
     holder: str = field(default_factory=default_holder)
     metrics: ReindexMetrics | None = None
     max_delete_fraction: float = 0.10
+    batch_size: int = 200
     sweep_grace: timedelta = timedelta(minutes=10)
     trigger: str = "scheduled"
     spacing: timedelta | None = None  # scheduled runs: see reindex.lease
@@ -82,6 +83,7 @@ class JobRunner:
                     options=ReconcileOptions(dry_run, allow_mass_delete,
                                              self.max_delete_fraction),
                     should_stop=lambda: self.stop_event.is_set() or lost.is_set(),
+                    batch_size=self.batch_size,
                 ).run()
                 if lost.is_set() and report.error is None:
                     report.error = "the lease was lost during the run"

@@ -3,9 +3,11 @@
 Order matters. The index is read first and the source listed second, so a
 document created at the source and indexed by a worker while the run starts
 is in the listing whenever it is in the index view: it can never look "gone
-from the source". Every action then goes through ``EventProcessor.handle``
+from the source". Every action then goes through the worker's own processing
 (the version guard, the state write and the delete step of a change event);
-only a same-version chunk repair uses ``reindex.repair``.
+only a same-version chunk repair uses ``reindex.repair``. Events are handed
+to the worker's ``BatchProcessor`` (the path the Kafka worker takes for a
+poll), ``batch_size`` at a time: a few round trips per batch, not per document.
 
 Safety:
 
@@ -34,6 +36,7 @@ from datetime import UTC, datetime
 import pydantic
 import structlog
 
+from consumers.batch import BatchProcessor
 from consumers.errors import PoisonEvent
 from consumers.processor import EventProcessor
 from events.model import Action, ChangeEvent
@@ -50,6 +53,8 @@ from store.errors import RejectedDocumentError, StoreError
 log = structlog.get_logger(__name__)
 
 _SAMPLES = 20
+# A document that cannot be applied: recorded, the run goes on and ends failed.
+_DOCUMENT_ERRORS = (PoisonEvent, RejectedDocumentError, SourceDataError, pydantic.ValidationError)
 
 
 @dataclass(frozen=True)
@@ -96,10 +101,13 @@ class Reconciler:
         processor: EventProcessor | None = None,
         options: ReconcileOptions | None = None,
         should_stop: Callable[[], bool] = lambda: False,
+        batch_size: int = 200,
     ) -> None:
         self.source = source
         self.store = store
         self.processor = processor or EventProcessor(store)
+        self.batch = BatchProcessor(self.processor)
+        self.batch_size = batch_size
         self.options = options or ReconcileOptions()
         self.should_stop = should_stop
         self._run_tag = uuid.uuid4().hex[:12]
@@ -175,58 +183,80 @@ class Reconciler:
         actions: Iterable[PlannedAction],
         listing: dict[str, SourceEntry],
     ) -> None:
+        """Apply the actions; events go to the worker's ``BatchProcessor`` in batches."""
+        pending: list[tuple[str, ChangeEvent]] = []
         for action in actions:
             if self.should_stop():
+                self._flush(report, pending)
                 raise RunInterrupted(
                     f"stop requested after {sum(report.applied.values())} actions; "
                     "the next run finishes the work"
                 )
             try:
-                outcome = self._apply(action, listing.get(action.document_id))
-            except (PoisonEvent, RejectedDocumentError, SourceDataError,
-                    pydantic.ValidationError) as exc:
-                report.failures.append(f"{action.document_id}: {type(exc).__name__}: {exc}")
-                log.error("reconcile could not apply", document_id=action.document_id,
-                          decision=action.decision.value, error=str(exc))
+                prepared = self._prepare(action, listing.get(action.document_id))
+            except _DOCUMENT_ERRORS as exc:
+                self._fail(report, action.document_id, exc)
                 continue
-            report.applied[outcome] += 1
+            if isinstance(prepared, str):
+                report.applied[prepared] += 1
+                continue
+            pending.append((action.document_id, prepared))
+            if len(pending) >= self.batch_size:
+                self._flush(report, pending)
+        self._flush(report, pending)
 
-    def _apply(self, action: PlannedAction, entry: SourceEntry | None) -> str:
+    def _flush(self, report: ReconcileReport, pending: list[tuple[str, ChangeEvent]]) -> None:
+        if not pending:
+            return
+        results = self.batch.handle_batch([event for _, event in pending])
+        for (document_id, _), result in zip(pending, results, strict=True):
+            if isinstance(result, PoisonEvent):
+                self._fail(report, document_id, result)
+            else:
+                report.applied[result.value] += 1
+        pending.clear()
+
+    @staticmethod
+    def _fail(report: ReconcileReport, document_id: str, exc: Exception) -> None:
+        report.failures.append(f"{document_id}: {type(exc).__name__}: {exc}")
+        log.error("reconcile could not apply", document_id=document_id, error=str(exc))
+
+    def _prepare(self, action: PlannedAction, entry: SourceEntry | None) -> ChangeEvent | str:
+        """The change event to apply, or what was done instead (repair, skip)."""
         doc_id = action.document_id
         if action.decision is Decision.REINDEX:
             try:
                 document = self.source.get_document(doc_id)
             except DocumentNotFoundError:
                 return "vanished"  # deleted since the listing: the next run sees it
-            return self.processor.handle(self._upsert(document)).value
+            return self._upsert(document)
         if action.decision is Decision.TOMBSTONE and entry is not None:
-            event = self._delete(doc_id, entry.version, entry.changed_at)
-            return self.processor.handle(event).value
+            return self._delete(doc_id, entry.version, entry.changed_at)
         if action.decision is Decision.DELETE:
-            return self._apply_delete(action, entry)
+            return self._prepare_delete(action, entry)
         if action.decision is Decision.REPAIR:
             return self._apply_repair(action)
         raise ValueError(f"no way to apply decision {action.decision!r} to {doc_id!r}")
 
-    def _apply_delete(self, action: PlannedAction, entry: SourceEntry | None) -> str:
+    def _prepare_delete(
+        self, action: PlannedAction, entry: SourceEntry | None
+    ) -> ChangeEvent | str:
         doc_id = action.document_id
         state = self.store.get_state(doc_id)
         if state is None or state.deleted or state.version != action.index_version:
             return "changed_meanwhile"
         if entry is not None and entry.deleted:
-            event = self._delete(doc_id, entry.version, entry.changed_at)
-            return self.processor.handle(event).value
+            return self._delete(doc_id, entry.version, entry.changed_at)
         try:
             found = self.source.get_document(doc_id)
         except DocumentNotFoundError:
-            event = self._delete(doc_id, state.version + 1, datetime.now(UTC))
-            return self.processor.handle(event).value
+            return self._delete(doc_id, state.version + 1, datetime.now(UTC))
         raise SourceDataError(
             f"the listing left out {doc_id!r} but the source returns it at version "
             f"{found.version}: not deleted (the listing is incomplete)"
         )
 
-    def _apply_repair(self, action: PlannedAction) -> str:
+    def _apply_repair(self, action: PlannedAction) -> ChangeEvent | str:
         doc_id = action.document_id
         state = self.store.get_state(doc_id)
         if state is None or state.version != action.index_version:
@@ -240,7 +270,7 @@ class Reconciler:
             return "vanished"
         event = self._upsert(document)
         if document.version != state.version:
-            return self.processor.handle(event).value
+            return event  # the source moved on: an ordinary reindex
         rewrite(self.processor, event, state)
         return "repaired"
 

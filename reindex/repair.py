@@ -3,7 +3,7 @@
 The worker's version guard treats an event at the indexed version as a
 redelivery (it only finishes the delete step), which is right for events but
 cannot restore chunks lost from the index. Repair therefore re-chunks the
-source's document with the processor's own chunk function, writes the chunks
+source's document with the processor's own ``chunks_of``, writes the chunks
 (same deterministic ids), records the state at the same version, and removes
 what does not belong: chunks of this version the new chunking does not have,
 and older versions (the worker's delete step).
@@ -38,14 +38,7 @@ def remove_leftovers(processor: EventProcessor, state: DocumentState) -> RepairR
 def rewrite(processor: EventProcessor, event: ChangeEvent, state: DocumentState) -> RepairResult:
     """Rewrite ``event`` (an upsert at ``state.version``) over what the index holds."""
     store = processor.store
-    chunks = processor.chunk(
-        event.document_id,
-        event.version,
-        event.content or "",
-        content_type=event.content_type or "text/markdown",
-        metadata=event.metadata.overrides(),
-        changed_at=event.changed_at,
-    )
+    chunks = processor.chunks_of(event)  # the worker's chunking, PoisonEvent on failure
     written = store.write_chunks(chunks)
     keep = {c.chunk_id for c in chunks}
     recorded = store.put_state(

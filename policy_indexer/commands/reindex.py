@@ -80,6 +80,7 @@ def open_runner(
         lease_ttl=timedelta(seconds=settings.scheduler_lease_seconds),
         metrics=metrics,
         max_delete_fraction=settings.reindex_max_delete_fraction,
+        batch_size=settings.reindex_batch_size,
         sweep_grace=timedelta(seconds=settings.sweep_grace_seconds),
         trigger=trigger,
         spacing=(timedelta(seconds=settings.reindex_misfire_grace_seconds)

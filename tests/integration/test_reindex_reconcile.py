@@ -140,8 +140,8 @@ def test_a_reconcile_killed_midway_is_finished_by_the_next(
     for n in range(12):
         library.upsert(f"doc-{n:02d}", 2)
     library.write()
-    killed = reindex_cli(store, elasticsearch_url, library.path,
-                         reindex_kill_at="after-chunk-write:6", scheduler_lease_seconds="1")
+    killed = reindex_cli(store, elasticsearch_url, library.path, reindex_batch_size="2",
+                         reindex_kill_at="after-chunk-write:4", scheduler_lease_seconds="1")
     assert killed.returncode == -9, killed.stderr
     store.refresh()
     assert {s.version for s in store.iter_states()} == {1, 2}  # half done

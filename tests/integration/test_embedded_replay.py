@@ -5,9 +5,12 @@ No services: the SQLite store and the local queue live in the test's tmp dir.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
+import signal
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -121,3 +124,35 @@ def test_every_event_twice_and_out_of_order_gives_the_same_state(
         assert embedded.queue.dead_letters(embedded.topic) == []
     finally:
         embedded.close()
+
+
+def test_sigkill_from_outside_mid_replay_then_again_gives_the_same_index(
+    tmp_path: Path, corpora_dir: Path, basecamp_expected: ExpectedIndex
+) -> None:
+    data, log = tmp_path / "data", corpora_dir / "basecamp-policies.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POLICY_INDEXER_")}
+    env.update({"POLICY_INDEXER_EMBEDDED_DIR": str(data), "POLICY_INDEXER_LOG_LEVEL": "WARNING",
+                "POLICY_INDEXER_COMMIT_EVERY_RECORDS": "5"})
+    errors = tmp_path / "stderr.txt"
+    with errors.open("w") as err:
+        proc = subprocess.Popen([CLI, "replay", str(log)], env=env, stdout=subprocess.DEVNULL,
+                                stderr=err)
+    try:
+        deadline = time.monotonic() + 60
+        left = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            if (data / "queue.sqlite3").exists():
+                with contextlib.closing(sqlite3.connect(data / "queue.sqlite3")) as conn, \
+                        contextlib.suppress(sqlite3.OperationalError):  # not created yet
+                    left = conn.execute("SELECT count(*) FROM queue_records").fetchone()[0]
+                if left is not None and 0 < left <= 300:
+                    break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert proc.returncode == -9, errors.read_text()[-2000:]
+    assert left is not None and 0 < left <= 300
+    again = replay(data, log)
+    assert again.returncode == 0, again.stderr
+    assert_embedded_equals(data, basecamp_expected)

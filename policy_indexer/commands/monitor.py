@@ -20,21 +20,11 @@ from prometheus_client import CollectorRegistry, start_http_server
 from metrics.collector import FreshnessCollector
 from metrics.monitor import FreshnessMonitor
 from policy_indexer import __version__
-from policy_indexer.commands.run import open_store
+from policy_indexer.commands.reindex import open_index
 from policy_indexer.settings import Settings
 from policy_indexer.sources import SourceNotConfiguredError, open_configured_source
-from store.base import Store
 
 log = structlog.get_logger(__name__)
-
-
-def open_index(settings: Settings) -> Store:
-    if settings.pipeline == "kafka":
-        return open_store(settings)
-    raise click.ClickException(
-        "the monitor reads the Elasticsearch index of the Kafka pipeline; set "
-        "POLICY_INDEXER_PIPELINE=kafka (the embedded SQLite store is not wired to commands yet)"
-    )
 
 
 @click.command()
@@ -100,9 +90,24 @@ def _once(freshness: FreshnessMonitor) -> None:
     click.echo(f"source documents:  {snapshot.source_documents}")
     click.echo(f"indexed documents: {snapshot.indexed_documents}")
     click.echo(f"behind:            {snapshot.behind} {snapshot.behind_by_status}")
-    click.echo(f"max lag:           {snapshot.max_lag_seconds(now):.0f} s")
-    click.echo(f"p95 lag:           {snapshot.lag_quantile_seconds(0.95, now):.0f} s")
+    click.echo(f"max lag:           {_duration(snapshot.max_lag_seconds(now))}")
+    click.echo(f"p95 lag:           {_duration(snapshot.lag_quantile_seconds(0.95, now))}")
     click.echo(f"leftover chunks:   {snapshot.leftover_versions} "
                f"in {snapshot.leftover_documents} documents")
     for lag in snapshot.most_lagging[:20]:
-        click.echo(f"  {lag.seconds(now):>10.0f} s  {lag.status.value:<18} {lag.document_id}")
+        click.echo(f"  {_duration(lag.seconds(now)):>14}  {lag.status.value:<18} {lag.document_id}")
+
+
+def _duration(seconds: float) -> str:
+    """``0 s``, ``42 s``, ``3h 05m``, ``1594d 12h``: readable at a glance."""
+    whole = int(seconds)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours:02d}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs} s"

@@ -251,7 +251,8 @@ def test_monitor_once_prints_the_cycle_and_fails_clearly_without_a_source(stack:
     once = subprocess.run([*CLI, "monitor", "--once"], env=env, cwd=stack.workdir,
                           capture_output=True, text=True, timeout=60, check=False)
     assert once.returncode == 0, once.stdout + once.stderr
-    assert "source documents:  3" in once.stdout and "max lag:           0 s" in once.stdout
+    assert "source documents:  3" in once.stdout, once.stdout
+    assert "max lag:           0 s" in once.stdout, once.stdout
     env["POLICY_INDEXER_SOURCE_PATH"] = str(stack.workdir / "no-such-log.jsonl")
     failed = subprocess.run([*CLI, "monitor", "--once"], env=env, cwd=stack.workdir,
                             capture_output=True, text=True, timeout=60, check=False)

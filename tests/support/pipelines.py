@@ -1,0 +1,126 @@
+"""Whole pipelines for the pipeline contract suite: embedded, and Kafka + Elasticsearch.
+
+Each factory yields a ``PipelineUnderTest`` with a worker already running (a
+thread of this process, the real chunker): publish events (or raw key/value
+pairs, for poison), wait until every published event is committed, read the
+index through the ``Store`` protocol and the dead letters back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from consumers.commit_policy import CommitPolicy
+from consumers.dead_letter import DeadLetter
+from consumers.processor import EventProcessor
+from consumers.transport import delete_topics, ensure_topics, make_consumer, make_producer
+from consumers.worker import KafkaDeadLetterSink, KafkaWorker
+from events.model import ChangeEvent
+from metrics.definitions import WorkerMetrics
+from policy_indexer.embedded import Embedded, WorkerThread
+from policy_indexer.settings import Settings
+from store.base import Store
+from store.elasticsearch import ElasticsearchStore
+from support.kafka_helpers import publish_events, read_all, wait_for_lag_zero
+
+Message = ChangeEvent | tuple[bytes, bytes | None]
+
+
+@dataclass
+class PipelineUnderTest:
+    store: Store
+    publish: Callable[[Sequence[Message]], None]
+    wait_caught_up: Callable[[], None]
+    dead_letter_reasons: Callable[[int], list[tuple[bytes | None, str]]]
+
+
+@contextlib.contextmanager
+def embedded_pipeline(request: pytest.FixtureRequest) -> Iterator[PipelineUnderTest]:
+    tmp_path: Path = request.getfixturevalue("tmp_path")
+    embedded = Embedded.open(Settings(embedded_dir=tmp_path / "data", commit_every_records=20))
+    worker = WorkerThread(embedded.worker(WorkerMetrics.create(CollectorRegistry()))).start()
+    queue, topic = embedded.queue, embedded.topic
+
+    def publish(messages: Sequence[Message]) -> None:
+        queue.append(topic, [
+            (m.document_id.encode(), m.to_json_bytes()) if isinstance(m, ChangeEvent) else m
+            for m in messages
+        ])
+
+    def wait_caught_up() -> None:
+        deadline = time.monotonic() + 120
+        while queue.pending(topic):
+            assert worker.is_alive(), f"the worker died: {worker.error!r}"
+            assert time.monotonic() < deadline, f"{queue.pending(topic)} events still queued"
+            time.sleep(0.05)
+
+    def reasons(_expect: int) -> list[tuple[bytes | None, str]]:
+        return [(d.key, d.reason) for d in queue.dead_letters(topic)]
+
+    try:
+        yield PipelineUnderTest(embedded.store, publish, wait_caught_up, reasons)
+    finally:
+        worker.stop()
+        embedded.close()
+
+
+@contextlib.contextmanager
+def kafka_pipeline(request: pytest.FixtureRequest) -> Iterator[PipelineUnderTest]:
+    bootstrap: str = request.getfixturevalue("kafka_bootstrap")
+    es_url: str = request.getfixturevalue("elasticsearch_url")
+    unique: str = request.getfixturevalue("unique")
+    topic, dlq, group = f"{unique}-changes", f"{unique}-dlq", f"{unique}-group"
+    ensure_topics(bootstrap, [topic, dlq], partitions=2)
+    store = ElasticsearchStore.connect(es_url, unique)
+    store.ensure_ready()
+    producer = make_producer(bootstrap)
+    worker = KafkaWorker(
+        make_consumer(bootstrap, group, session_timeout_ms=6000, heartbeat_interval_ms=1000),
+        topic, EventProcessor(store), KafkaDeadLetterSink(producer, dlq),
+        metrics=WorkerMetrics.create(CollectorRegistry()),
+        commit=CommitPolicy(max_records=20, max_interval_s=0.3),
+    )
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+
+    def publish(messages: Sequence[Message]) -> None:
+        publish_events(bootstrap, topic, messages)
+
+    def alive() -> None:
+        assert thread.is_alive(), "the Kafka worker thread died"
+
+    def reasons(expect: int) -> list[tuple[bytes | None, str]]:
+        records = read_all(bootstrap, dlq, expect=expect, timeout_s=15)
+        return [(r.key, DeadLetter.read_headers(list(r.headers))["reason"]) for r in records]
+
+    try:
+        yield PipelineUnderTest(
+            store, publish,
+            lambda: wait_for_lag_zero(bootstrap, group, topic, timeout_s=180, check=alive),
+            reasons,
+        )
+    finally:
+        worker.request_stop()
+        thread.join(timeout=30)
+        producer.close(timeout=5)
+        delete_topics(bootstrap, [topic, dlq])
+        store.delete_everything()
+        store.close()
+
+
+PipelineFactory = Callable[
+    [pytest.FixtureRequest], contextlib.AbstractContextManager[PipelineUnderTest]
+]
+
+PIPELINE_FACTORIES: list[object] = [
+    pytest.param(embedded_pipeline, id="embedded"),
+    pytest.param(kafka_pipeline, id="kafka-elasticsearch", marks=pytest.mark.services),
+]

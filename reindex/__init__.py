@@ -2,8 +2,9 @@
 
 - ``index_view``: what the index holds per document (states + chunks actually present).
 - ``plan``: the decision per document (pure).
-- ``reconcile``: list the source, read the index, decide, act through the worker's
-  ``EventProcessor``; the safety rules (failed/partial listing, deletion cap).
+- ``reconcile``: read the index, list the source, decide, act through the worker's
+  processing (``EventProcessor`` / ``BatchProcessor``).
+- ``safety``: a listing is whole or the run fails; the deletion cap.
 - ``repair``: rewrite a document's chunks at the version the index already holds.
 - ``runs``: the record of every run (start, end, outcome, counts).
 - ``lease``: only one scheduler replica acts at a time.

@@ -26,7 +26,6 @@ Safety:
 
 from __future__ import annotations
 
-import math
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -45,6 +44,7 @@ from reindex.index_view import read_index
 from reindex.model import Decision, PlannedAction, ReconcileReport
 from reindex.plan import plan
 from reindex.repair import remove_leftovers, rewrite
+from reindex.safety import deletion_cap, list_source
 from sources.base import Source, SourceDocument, SourceEntry
 from sources.errors import DocumentNotFoundError, SourceDataError, SourceError
 from store.base import Store
@@ -62,34 +62,6 @@ class ReconcileOptions:
     dry_run: bool = False
     allow_mass_delete: bool = False
     max_delete_fraction: float = 0.10
-
-
-def list_source(source: Source, *, indexed_live: int) -> dict[str, SourceEntry]:
-    """The whole listing, or ``ListingFailedError``: never a partial one."""
-    entries: dict[str, SourceEntry] = {}
-    try:
-        for entry in source.list_documents():
-            if entry.document_id in entries:
-                raise ListingFailedError(
-                    f"source {source.name!r} listed document {entry.document_id!r} twice "
-                    f"(after {len(entries)} entries): the listing is inconsistent"
-                )
-            entries[entry.document_id] = entry
-    except SourceError as exc:
-        raise ListingFailedError(
-            f"listing source {source.name!r} failed after {len(entries)} entries: "
-            f"{type(exc).__name__}: {exc}"
-        ) from exc
-    if not entries and indexed_live > 0:
-        raise ListingFailedError(
-            f"source {source.name!r} listed no documents while the index holds {indexed_live}: "
-            "an empty listing is treated as an outage, not as 'everything is gone'"
-        )
-    return entries
-
-
-def deletion_cap(indexed_live: int, fraction: float) -> int:
-    return math.floor(indexed_live * fraction)
 
 
 class Reconciler:

@@ -34,6 +34,7 @@ import tiktoken
 from langchain_text_splitters import MarkdownHeaderTextSplitter
 
 from chunker import SizePolicy, chunk_document, count_tokens
+from chunker.markdown import block_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT.parent / "shared" / "corpora"
@@ -58,11 +59,16 @@ def head_documents(corpora: Path) -> list[tuple[str, int, str]]:
     return docs
 
 
-def throughput(docs: list[tuple[str, int, str]], rounds: int) -> tuple[float, float, int, int]:
+def throughput(
+    docs: list[tuple[str, int, str]], rounds: int
+) -> tuple[float, float, float, int, int]:
+    """MB/s of the chunker, of the baseline, and of the chunker's Markdown parse alone."""
+    parser = block_parser()
     splitter = MarkdownHeaderTextSplitter([("#" * n, f"h{n}") for n in range(1, 7)])
     megabytes = sum(len(content.encode("utf-8")) for _, _, content in docs) / 1e6
     ours: list[float] = []
     theirs: list[float] = []
+    parse: list[float] = []
     chunks = pieces = 0
     for _ in range(rounds):
         gc.collect()
@@ -73,7 +79,13 @@ def throughput(docs: list[tuple[str, int, str]], rounds: int) -> tuple[float, fl
         start = time.perf_counter()
         pieces = sum(len(splitter.split_text(content)) for _, _, content in docs)
         theirs.append(time.perf_counter() - start)
-    return megabytes / min(ours), megabytes / min(theirs), chunks, pieces
+        gc.collect()
+        start = time.perf_counter()
+        for _, _, content in docs:
+            parser.parse(content)
+        parse.append(time.perf_counter() - start)
+    best = megabytes / min(ours), megabytes / min(theirs), megabytes / min(parse)
+    return *best, chunks, pieces
 
 
 def peak_ratio(document_id: str, content: str) -> float:
@@ -118,20 +130,30 @@ def main() -> None:
     docs = head_documents(args.corpora)
     size = sum(len(content.encode("utf-8")) for _, _, content in docs)
     print(f"HEAD documents: {len(docs)} ({size / 1e6:.2f} MB) from {args.corpora}")
-    ours, theirs, chunks, pieces = throughput(docs, args.rounds)
+    ours, theirs, parse, chunks, pieces = throughput(docs, args.rounds)
     print(f"chunker                        {ours:6.2f} MB/s  ({chunks} chunks)")
     print(f"MarkdownHeaderTextSplitter     {theirs:6.2f} MB/s  ({pieces} pieces)")
     print(f"ratio chunker / baseline       {ours / theirs:6.2f}")
-
-    ratios = sorted(peak_ratio(d, content) for d, _, content in docs)
-    largest = max(docs, key=lambda doc: len(doc[2]))
     print(
-        f"peak memory / document size    median {statistics.median(ratios):.2f}x, "
-        f"max {ratios[-1]:.2f}x; largest document ({len(largest[2].encode()) / 1e3:.0f} kB) "
-        f"{peak_ratio(largest[0], largest[2]):.2f}x"
+        f"  of which markdown-it-py block parse alone {parse:6.2f} MB/s "
+        f"(ratio to baseline {parse / theirs:.2f})"
     )
+
+    measured = [(len(content.encode("utf-8")), peak_ratio(d, content)) for d, _, content in docs]
+    buckets = (
+        ("under 10 kB", 0, 10_000),
+        ("10-30 kB", 10_000, 30_000),
+        ("30 kB and up", 30_000, None),
+    )
+    for label, low, high in buckets:
+        ratios = sorted(r for size, r in measured if size >= low and (high is None or size < high))
+        if ratios:
+            print(
+                f"peak memory / size, {label:12s} median {statistics.median(ratios):5.2f}x, "
+                f"max {ratios[-1]:5.2f}x  ({len(ratios)} documents)"
+            )
     paragraph = ("Refunds are due within thirty days of the charge. " * 400_000)[:20_000_000]
-    print(f"20 MB single paragraph         peak {peak_ratio('big', paragraph):.2f}x")
+    print(f"peak memory / size, 20 MB single paragraph {peak_ratio('big', paragraph):.2f}x")
 
     if args.tokens:
         figures = token_error(docs)

@@ -40,7 +40,8 @@ MAX_NESTING = 20
 
 
 @lru_cache(maxsize=1)
-def _block_parser() -> MarkdownIt:
+def block_parser() -> MarkdownIt:
+    """The block-level parser (built once; markdown-it keeps no state between parses)."""
     md = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING}).enable("table")
     md.use(front_matter_plugin)
     md.disable(["inline", "text_join"])
@@ -79,7 +80,7 @@ def heading_title(inline_source: str) -> tuple[str, tuple[str, ...]]:
 
 
 def parse_markdown(text: str) -> ParsedDocument:
-    tokens: list[Token] = _block_parser().parse(text)
+    tokens: list[Token] = block_parser().parse(text)
     starts = line_starts(text)
     last = len(starts) - 1
 

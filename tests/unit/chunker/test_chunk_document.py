@@ -182,3 +182,18 @@ def test_an_unclosed_front_matter_fence_is_a_rule_not_metadata() -> None:
     chunks = chunk_document("d", 1, "---\ntitle: never closed\n\n# Heading\n\ntext\n")
     assert chunks[0].metadata.title is None
     assert "title: never closed" in chunks[0].text
+
+
+def test_change_event_metadata_overrides_are_accepted_as_they_come() -> None:
+    from events.model import EventMetadata
+
+    overrides = EventMetadata(
+        title="CMS title", valid_from=date(2025, 1, 1), access_labels=["eu-agents"]
+    ).overrides()
+    meta = chunk_document("d", 1, DOC, metadata=overrides)[0].metadata
+    assert (meta.title, meta.valid_from, meta.access_labels) == (
+        "CMS title",
+        date(2025, 1, 1),
+        ["eu-agents"],
+    )
+    assert meta.scope == ["us", "eu"]  # not in the event: front matter stands

@@ -87,7 +87,7 @@ def test_elasticsearch_gone_for_20_seconds_mid_replay_loses_nothing(  # noqa: PL
     port = free_port()
     worker = pipeline.start_worker(
         tmp_path, elasticsearch_url=es_proxy.url, metrics_port=str(port),
-        elasticsearch_timeout_seconds="3",
+        elasticsearch_timeout_seconds="3", commit_every_records="20",
     )
     try:
         publish_events(pipeline.kafka, pipeline.topic, basecamp_events)
@@ -167,3 +167,36 @@ def test_each_kind_of_poison_is_dead_lettered_and_later_events_still_index(
         assert int(headers["source-offset"]) >= 0 and int(headers["source-partition"]) >= 0
     assert "document_id" in DeadLetter.read_headers(by_reason["schema"].headers)["error"]
     assert_index_equals(pipeline_store, expected_index(good))
+
+
+def test_sigterm_while_backing_off_exits_promptly_and_a_restart_finishes(
+    pipeline: Pipeline, pipeline_store: ElasticsearchStore, tmp_path: Path, es_proxy: TcpProxy,
+    basecamp_events: list[ChangeEvent],
+) -> None:
+    port = free_port()
+    worker = pipeline.start_worker(
+        tmp_path, elasticsearch_url=es_proxy.url, metrics_port=str(port),
+        commit_every_records="20",
+    )
+    try:
+        publish_events(pipeline.kafka, pipeline.topic, basecamp_events)
+        deadline = time.monotonic() + 60
+        while group_lag(pipeline.kafka, pipeline.group, pipeline.topic) in (None, 362):
+            assert time.monotonic() < deadline, "the worker never started"
+            time.sleep(0.2)
+        es_proxy.cut()
+        while healthz(port)["status"] != "retrying":
+            assert time.monotonic() < deadline, "the worker never noticed the outage"
+            time.sleep(0.2)
+        assert worker.stop(timeout_s=15) == 0  # stops waiting at once, commits what is done
+    finally:
+        worker.kill()
+        es_proxy.restore()
+    assert group_lag(pipeline.kafka, pipeline.group, pipeline.topic) != 0
+    restarted = pipeline.start_worker(tmp_path)
+    try:
+        wait_for_lag_zero(pipeline.kafka, pipeline.group, pipeline.topic)
+        assert restarted.stop() == 0
+    finally:
+        restarted.kill()
+    assert_index_equals(pipeline_store, expected_index(basecamp_events))

@@ -22,8 +22,8 @@ import re
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
 PIECE = re.compile(rf"[A-Za-z]{{1,6}}|[{_CJK}]|[^\W\d_A-Za-z]{{1,2}}|\d{{1,3}}|[^\w\s]{{1,2}}")
-# Above this size the text is counted in windows cut at whitespace, so that
-# no list of millions of matches is ever held at once.
+# Above this size the text is counted in windows cut where no piece is cut,
+# so that no list of millions of matches is ever held at once.
 _WINDOW = 1 << 16
 
 
@@ -37,12 +37,21 @@ def count_tokens(text: str) -> int:
     while start < size:
         end = min(start + _WINDOW, size)
         if end < size:
-            cut = max(text.rfind(" ", start, end), text.rfind("\n", start, end))
-            if cut > start:
-                end = cut
+            end = _boundary(text, start, end)
         total += len(PIECE.findall(text, start, end))
         start = end
     return total
+
+
+def _boundary(text: str, start: int, end: int) -> int:
+    """A cut in ``(start, end]`` that no piece straddles, so windows add up exactly."""
+    space = max(text.rfind(" ", start, end), text.rfind("\n", start, end))
+    if space > start:
+        return space
+    last = None
+    for last in PIECE.finditer(text, start, end):  # noqa: B007 - only the last one is wanted
+        pass
+    return last.start() if last is not None and last.start() > start else end
 
 
 class SpanCounter:

@@ -5,7 +5,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from elasticsearch import Elasticsearch
 
+from reindex.backends_es import ElasticsearchLeaseBackend
 from reindex.backends_sqlite import SchedulerDatabase
 from reindex.lease import InMemoryLeaseBackend, Lease, LeaseBackend, LeaseRecord
 
@@ -21,10 +23,23 @@ class Clock:
         return self.now
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=[
+    "memory", "sqlite", pytest.param("elasticsearch", marks=pytest.mark.services),
+])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LeaseBackend]:
+    """The same lease contract on every backend."""
     if request.param == "memory":
         yield InMemoryLeaseBackend()
+        return
+    if request.param == "elasticsearch":
+        url = request.getfixturevalue("elasticsearch_url")
+        prefix = request.getfixturevalue("unique")
+        client = Elasticsearch(url)
+        es = ElasticsearchLeaseBackend(client, prefix)
+        es.ensure_ready()
+        yield es
+        client.options(ignore_status=404).indices.delete(index=es.index)
+        client.close()
         return
     database = SchedulerDatabase(tmp_path / "scheduler.sqlite3")
     database.ensure_ready()

@@ -12,7 +12,7 @@ from support.sources import ListSource
 from consumers.processor import EventProcessor
 from reindex.model import Outcome
 from reindex.reconcile import ReconcileOptions, Reconciler
-from sources.base import SourceEntry
+from sources.base import SourceDocument, SourceEntry
 from sources.changelog import ChangeLogSource
 from sources.errors import SourceUnavailableError
 from store.memory import InMemoryStore
@@ -190,3 +190,46 @@ def test_the_cap_is_a_fraction_of_the_indexed_documents(tmp_path: Path, fraction
     report = Reconciler(source, store,
                         options=ReconcileOptions(max_delete_fraction=fraction)).run()
     assert report.refused is (fraction == 0.0)
+
+
+class RacingSource(ChangeLogSource):
+    """A worker indexes a newer version of ``doc`` just while the reconcile fetches it."""
+
+    def __init__(self, path: Path, store: InMemoryStore, library: Library, doc: str) -> None:
+        super().__init__(path)
+        self.processor, self.library, self.doc = EventProcessor(store), library, doc
+
+    def get_document(self, document_id: str) -> SourceDocument:
+        document = super().get_document(document_id)
+        if document_id == self.doc:
+            self.processor.handle(self.library.upsert(self.doc, document.version + 1))
+        return document
+
+
+def test_a_worker_racing_the_reconcile_keeps_the_newer_version(tmp_path: Path) -> None:
+    library, store = indexed_library(tmp_path)
+    library.upsert("doc-00", 2)
+    library.write()
+    report = Reconciler(RacingSource(library.path, store, library, "doc-00"), store).run()
+    assert report.outcome is Outcome.SUCCESS
+    assert report.applied == {"skipped_stale": 1}  # the guard, not the reconcile, decided
+    assert store.states["doc-00"].version == 3
+    assert sorted(c for c in store.chunks if c.startswith("doc-00@")) == [
+        c for c in sorted(store.chunks) if c.startswith("doc-00@v3")]
+
+
+def test_a_document_recreated_by_a_worker_during_the_run_is_not_deleted(tmp_path: Path) -> None:
+    _, store = indexed_library(tmp_path)
+    source = ListSource()
+    for n in range(19):
+        source.put(SourceEntry(f"doc-{n:02d}", 1, T))
+
+    class Racing(ListSource):
+        def list_documents(self) -> Iterator[SourceEntry]:
+            yield from source.list_documents()
+            # The worker indexes doc-19 v2 after the listing, before the delete.
+            EventProcessor(store).handle(Library(tmp_path / "x.jsonl").upsert("doc-19", 2))
+
+    report = Reconciler(Racing(), store).run()
+    assert report.decided["delete"] == 1 and report.applied == {"changed_meanwhile": 1}
+    assert not store.states["doc-19"].deleted and store.states["doc-19"].version == 2

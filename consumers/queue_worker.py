@@ -1,10 +1,11 @@
 """The worker loop over any ``transport.consumer.EventConsumer`` (the embedded mode's).
 
-Same steps and guarantees as ``consumers.worker.KafkaWorker``: poll -> process
-each event in order (retrying transient failures, dead-lettering poison) ->
-commit what is done, on the ``CommitPolicy``, when the transport is idle and on
-shutdown. Rebalances do not exist here (the local queue has one consumer), which
-is why this loop is small; the Kafka worker keeps its own loop for them.
+Same steps and guarantees as ``consumers.worker.KafkaWorker``: poll -> handle the
+polled batch with the same ``BatchProcessor`` (retrying transient failures,
+dead-lettering poison) -> commit what is done, on the ``CommitPolicy``, when the
+transport is idle and on shutdown. Rebalances do not exist here (the local queue
+has one consumer), which is why this loop is small; the Kafka worker keeps its
+own loop for them.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from collections.abc import Callable
 
 import structlog
 
+from consumers.batch import BatchProcessor, Result
 from consumers.commit_policy import CommitPolicy
 from consumers.dead_letter import DeadLetter, DeadLetterSink
 from consumers.errors import Interrupted, PoisonEvent, TransientError
 from consumers.processor import EventProcessor, parse_event
 from consumers.retry import HealthState, RetryPolicy, call_with_retry
+from events.model import ChangeEvent
 from metrics.definitions import WorkerMetrics
 from transport.consumer import ConsumeError, Delivery, EventConsumer
 
@@ -44,6 +47,7 @@ class QueueWorker:
     ) -> None:
         self.consumer = consumer
         self.processor = processor
+        self.batch = BatchProcessor(processor)
         self.dead_letters = dead_letters
         self.metrics = metrics
         self.health = health or HealthState()
@@ -64,18 +68,14 @@ class QueueWorker:
         try:
             while not self._stop.is_set():
                 batch = self._poll()
-                for delivery in batch:
-                    if self._stop.is_set():
-                        break  # the rest of the batch stays uncommitted: redelivered
-                    self._process(delivery)
-                    self._done.append(delivery)
-                    self.commit_policy.record_done()
-                    if self.commit_policy.should_commit():
-                        self._commit()
+                if batch:
+                    self._process(batch)
+                    self._done.extend(batch)
+                    self.commit_policy.record_done(len(batch))
                 if not batch or self.commit_policy.should_commit():
                     self._commit()
         except Interrupted:
-            log.info("stopping while backing off; the event in hand stays uncommitted")
+            log.info("stopping while backing off; the events in hand stay uncommitted")
         finally:
             self._commit()
             self.consumer.close()
@@ -91,24 +91,31 @@ class QueueWorker:
             self._stop.wait(1.0)
             return []
 
-    def _process(self, delivery: Delivery) -> None:
-        started = time.monotonic()
-
-        def attempt() -> str:
+    def _attempt(self, batch: list[Delivery]) -> list[tuple[Delivery, Result, ChangeEvent | None]]:
+        """One try at the whole batch: parse, process, dead-letter the poison."""
+        parsed: list[tuple[Delivery, ChangeEvent | PoisonEvent]] = []
+        for delivery in batch:
             try:
-                event = parse_event(delivery.value)
-                outcome = self.processor.handle(event)
-                self.metrics.record_applied(outcome.value, event.changed_at)
+                parsed.append((delivery, parse_event(delivery.value)))
             except PoisonEvent as poison:
+                parsed.append((delivery, poison))
+        events = [e for _, e in parsed if isinstance(e, ChangeEvent)]
+        results = iter(self.batch.handle_batch(events))
+        handled: list[tuple[Delivery, Result, ChangeEvent | None]] = [
+            (d, item, None) if isinstance(item, PoisonEvent) else (d, next(results), item)
+            for d, item in parsed
+        ]
+        for d, result, _ in handled:
+            if isinstance(result, PoisonEvent):
                 self.dead_letters.send(DeadLetter(
-                    delivery.key, delivery.value, poison.reason, poison.message,
-                    delivery.topic, delivery.partition, delivery.offset,
+                    d.key, d.value, result.reason, result.message, d.topic, d.partition, d.offset,
                 ))
-                self.metrics.dead_letters.labels(reason=poison.reason).inc()
-                log.warning("dead-lettered", reason=poison.reason, error=poison.message[:500],
-                            offset=delivery.offset)
-                return "dead_lettered"
-            return outcome.value
+                log.warning("dead-lettered", reason=result.reason, error=result.message[:500],
+                            offset=d.offset)
+        return handled
+
+    def _process(self, batch: list[Delivery]) -> None:
+        started = time.monotonic()
 
         def on_retry(exc: BaseException) -> None:
             self.metrics.retrying.set(1)
@@ -121,15 +128,24 @@ class QueueWorker:
 
         written, deleted = self.processor.chunks_written, self.processor.chunks_deleted
         try:
-            outcome = call_with_retry(
-                attempt, policy=self.retry, health=self.health, sleep=sleep, on_retry=on_retry
+            handled = call_with_retry(
+                lambda: self._attempt(batch), policy=self.retry, health=self.health,
+                sleep=sleep, on_retry=on_retry,
             )
         finally:
             self.metrics.retrying.set(0)
-        self.metrics.events.labels(outcome=outcome).inc()
+        elapsed = time.monotonic() - started
+        for _delivery, result, event in handled:
+            if isinstance(result, PoisonEvent):
+                self.metrics.dead_letters.labels(reason=result.reason).inc()
+                self.metrics.events.labels(outcome="dead_lettered").inc()
+            else:
+                self.metrics.events.labels(outcome=result.value).inc()
+                if event is not None:
+                    self.metrics.record_applied(result.value, event.changed_at)
+            self.metrics.event_processing.observe(elapsed)
         self.metrics.chunks_written.inc(self.processor.chunks_written - written)
         self.metrics.chunks_deleted.inc(self.processor.chunks_deleted - deleted)
-        self.metrics.event_processing.observe(time.monotonic() - started)
         self.metrics.last_event_processed.set(time.time())
 
     def _commit(self) -> None:

@@ -130,13 +130,46 @@ class SQLiteStore:
         return _state_from_row(rows[0]) if rows else None
 
     def put_state(self, state: DocumentState) -> bool:
-        args = (
-            state.document_id, state.version, state.changed_at.isoformat(),
-            state.indexed_at.isoformat(), json.dumps(list(state.chunk_ids)),
-            json.dumps(list(state.superseded_chunk_ids)), state.content_hash, int(state.deleted),
+        (changed,) = self._write(
+            f"put state of {state.document_id!r}", [(PUT_STATE, _state_args(state))]
         )
-        (changed,) = self._write(f"put state of {state.document_id!r}", [(PUT_STATE, args)])
         return changed == 1
+
+    def get_states(self, document_ids: Sequence[str]) -> dict[str, DocumentState]:
+        """States of many documents in one read (``store.batch``)."""
+        found: dict[str, DocumentState] = {}
+        with self._lock:
+            try:
+                for doc in dict.fromkeys(document_ids):
+                    row = self._conn.execute(GET_STATE, (doc,)).fetchall()
+                    if row:
+                        found[doc] = _state_from_row(row[0])
+            except sqlite3.Error as exc:
+                raise translate("get states", exc) from exc
+        return found
+
+    def put_states(self, states: Sequence[DocumentState]) -> set[str]:
+        """Many guarded ``put_state`` in one transaction; returns the ids that lost."""
+        if not states:
+            return set()
+        counts = self._write("put states", [(PUT_STATE, _state_args(s)) for s in states])
+        return {s.document_id for s, n in zip(states, counts, strict=True) if n != 1}
+
+    def find_chunks_below(self, versions: dict[str, int]) -> list[ChunkRef]:
+        """``find_chunks(doc, below_version=v)`` for many documents in one read."""
+        refs: list[ChunkRef] = []
+        with self._lock:
+            try:
+                for doc, version in versions.items():
+                    rows = self._conn.execute(
+                        "SELECT chunk_id, document_id, version, indexed_at FROM chunks "
+                        "WHERE document_id = ? AND version < ? ORDER BY chunk_id",
+                        (doc, version),
+                    ).fetchall()
+                    refs.extend(_ref_from_row(r) for r in rows)
+            except sqlite3.Error as exc:
+                raise translate("find chunks", exc) from exc
+        return refs
 
     def iter_states(self) -> Iterator[DocumentState]:
         after = ""
@@ -240,6 +273,14 @@ class SQLiteStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _state_args(state: DocumentState) -> tuple[Any, ...]:
+    return (
+        state.document_id, state.version, state.changed_at.isoformat(),
+        state.indexed_at.isoformat(), json.dumps(list(state.chunk_ids)),
+        json.dumps(list(state.superseded_chunk_ids)), state.content_hash, int(state.deleted),
+    )
 
 
 def _ref_from_row(row: tuple[str, str, int, str]) -> ChunkRef:

@@ -65,8 +65,9 @@ def test_basecamp_replayed_into_the_embedded_mode_equals_the_library(
     assert_embedded_equals(tmp_path / "data", basecamp_expected)
 
 
-@pytest.mark.parametrize("kill_at", ["after-chunk-write:40", "after-state-write:150",
-                                     "after-delete-step:300", "after-commit:3"])
+# Checkpoints are per polled batch (20 changes here, about 19 batches in all).
+@pytest.mark.parametrize("kill_at", ["after-chunk-write:2", "after-state-write:7",
+                                     "after-delete-step:15", "after-commit:3"])
 def test_sigkill_during_a_replay_then_the_same_command_again_gives_the_same_index(
     tmp_path: Path, corpora_dir: Path, basecamp_expected: ExpectedIndex, kill_at: str
 ) -> None:

@@ -57,6 +57,9 @@ def _create_index(client: Elasticsearch, index: str, properties: dict[str, Any])
     except StoreError as exc:
         if "resource_already_exists_exception" not in str(exc):
             raise
+    # A search on a shard still starting answers 503: wait until it can be searched.
+    es_call(f"wait for index {index!r}", client.cluster.health, index=index,
+            wait_for_status="yellow", timeout="30s")
 
 
 def _dt(value: object) -> datetime | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from apscheduler.events import EVENT_JOB_EXECUTED, JobExecutionEvent
 from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import CollectorRegistry
+from support.index_equality import assert_index_equals, expected_index
 from support.reindex_library import Library
 from support.workers import CLI, free_port
 
@@ -141,3 +143,60 @@ def test_the_scheduler_process_exports_the_last_success_and_stops_on_sigterm(
     line = next(x for x in body.splitlines()
                 if x.startswith("policy_indexer_reindex_last_success_timestamp_seconds "))
     assert float(line.split()[1]) == pytest.approx(last.ended_at.timestamp(), abs=1e-3)
+
+
+def test_sigterm_stops_a_running_reconcile_between_documents_and_the_next_run_finishes(
+    elasticsearch_url: str, unique: str, tmp_path: Path
+) -> None:
+    library = Library(tmp_path / "big.jsonl")
+    for n in range(300):
+        library.upsert(f"doc-{n:03d}", 1)
+    library.write()
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "POLICY_INDEXER_PIPELINE": "kafka",
+        "POLICY_INDEXER_ELASTICSEARCH_URL": elasticsearch_url,
+        "POLICY_INDEXER_INDEX_PREFIX": unique,
+        "POLICY_INDEXER_SOURCE_KIND": "changelog",
+        "POLICY_INDEXER_SOURCE_PATH": str(library.path),
+        "POLICY_INDEXER_LOG_LEVEL": "WARNING",
+        # Every minute: at start-up the last minute's occurrence has not run, so the
+        # scheduler catches it up at once (no waiting for a clock).
+        "POLICY_INDEXER_REINDEX_CRON": "* * * * *",
+        "POLICY_INDEXER_REINDEX_BATCH_SIZE": "1",
+    }
+    store = ElasticsearchStore.connect(elasticsearch_url, unique)
+    runs = ElasticsearchRunLog(store.client, unique)
+    try:
+        with subprocess.Popen([CLI, "scheduler", "--port", "0"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True) as proc:
+            try:
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:  # until the run has indexed a few
+                    time.sleep(0.2)
+                    counted = store.client.options(ignore_status=(404, 503)).count(
+                        index=f"{unique}-document-states")
+                    if counted.get("count", 0) >= 5:
+                        break
+                proc.send_signal(signal.SIGTERM)
+                assert proc.wait(timeout=60) == 0
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        (record,) = runs.recent("reconcile")
+        assert record.outcome == "failed" and "RunInterrupted" in (record.error or "")
+        assert 0 < record.counts.get("applied_indexed", 0) < 300
+        lease = store.client.get(index=f"{unique}-reindex-lease", id="reconcile")["_source"]
+        assert datetime.fromisoformat(lease["expires_at"]) <= datetime.now(ZONE)  # given back
+
+        env.pop("POLICY_INDEXER_REINDEX_BATCH_SIZE")
+        rerun = subprocess.run([CLI, "reindex"], env=env, capture_output=True, text=True,
+                               timeout=120, check=False)
+        assert rerun.returncode == 0, rerun.stderr
+        assert_index_equals(store, expected_index(library.events))
+    finally:
+        store.delete_everything()
+        store.client.options(ignore_status=404).indices.delete(index=f"{unique}-reindex-*")
+        store.close()

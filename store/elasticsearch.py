@@ -203,9 +203,10 @@ class ElasticsearchStore:
         lines: list[tuple[str, bytes]] = []
         for chunk in chunks:
             action = json.dumps({"index": {"_index": self.names.chunks, "_id": chunk.chunk_id}})
-            source = chunk.model_dump(mode="json")
-            source["indexed_at"] = indexed_at
-            body = f"{action}\n{json.dumps(source, ensure_ascii=False)}\n".encode()
+            # pydantic's own JSON encoder (twice as fast as dump + json.dumps),
+            # with the store's field appended to the object.
+            source = chunk.model_dump_json()[:-1] + f',"indexed_at":"{indexed_at}"}}'
+            body = f"{action}\n{source}\n".encode()
             lines.append((chunk.chunk_id, body))
         refused = bulk(
             self.client, lines, "write chunks",

@@ -7,10 +7,14 @@ deletions), ``get_document(id)`` returns one ``SourceDocument`` with its
 content. Implementations:
 
 - ``sources.cms.CmsApiSource``: a generic HTTP JSON CMS API (paginated listing);
-- ``sources.folder.MarkdownFolderSource``: a folder of Markdown files;
+- ``sources.folder.MarkdownFolderSource``: a folder of Markdown (and HTML) files;
 - ``sources.changelog.ChangeLogSource``: a change log in the corpus format.
 
 ``sources.config.SourceConfig`` / ``open_source()`` build one from settings.
+
+``sources.watch`` watches such a folder and publishes a change event for each
+creation, edit, rename and deletion (``sources.folder_sync`` holds the
+comparison and the version rule, ``sources.watch_state`` what was published).
 """
 
 from sources.base import Source, SourceDocument, SourceEntry

@@ -1,12 +1,14 @@
 """A folder of Markdown files (the Git checkout most policy teams keep) as a source.
 
-Each ``*.md`` file below the root is one document. Its id follows the corpus
-rule: the path relative to the root, with ``/`` separators, without ``.md``
-and without a trailing ``/index`` (``refund/index.md`` is ``refund``).
+Each ``*.md`` file (and each ``*.html``/``*.htm`` file, as ``text/html``) below
+the root is one document; names starting with ``.`` are skipped (editor swap
+files, ``.git``). Its id follows the corpus rule: the path relative to the
+root, with ``/`` separators, without the extension and without a trailing
+``/index`` (``refund/index.md`` is ``refund``).
 
 Version and change time come from the YAML front matter when it has them
-(``version: 7``, ``changed_at: 2024-05-01T10:00:00Z``; keys configurable),
-otherwise from the file's modification time: the version is then the
+(``version: 7``, ``changed_at: 2024-05-01T10:00:00Z``; keys configurable;
+Markdown only), otherwise from the file's modification time: the version is then the
 modification time in whole seconds since the epoch, which grows whenever the
 file is rewritten. Pick one rule per library and keep it: the index compares
 these versions with those of the change events.
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from events.model import EventMetadata
+from events.model import ContentType, EventMetadata
 from sources.base import SourceDocument, SourceEntry, parse_changed_at, parse_version
 from sources.errors import DocumentNotFoundError, SourceDataError, SourceUnavailableError
 
@@ -32,9 +34,32 @@ _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", r
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+# File name endings of documents, and the content type each one is sent as.
+CONTENT_TYPES: dict[str, ContentType] = {
+    ".md": "text/markdown",
+    ".html": "text/html",
+    ".htm": "text/html",
+}
+
+
+def is_document_name(file_name: str) -> bool:
+    """True for ``refund.md``; False for ``.refund.md.swp``, ``refund.md~``, ``notes.txt``."""
+    return not file_name.startswith(".") and _suffix(file_name) is not None
+
+
+def _suffix(name: str) -> str | None:
+    return next((s for s in CONTENT_TYPES if name.endswith(s)), None)
+
+
+def content_type_for(relative: str) -> ContentType:
+    suffix = _suffix(relative)
+    return CONTENT_TYPES[suffix] if suffix is not None else "text/markdown"
+
+
 def document_id_for(relative: str) -> str:
     """``refund/index.md`` -> ``refund``; ``terms/privacy.md`` -> ``terms/privacy``."""
-    stem = relative.removesuffix(".md")
+    suffix = _suffix(relative)
+    stem = relative[: -len(suffix)] if suffix is not None else relative
     if stem == "index":
         return stem
     return stem.removesuffix("/index")
@@ -56,7 +81,8 @@ class MarkdownFolderSource:
     def name(self) -> str:
         return "folder"
 
-    def _files(self) -> Iterator[tuple[str, Path]]:
+    def files(self) -> Iterator[tuple[str, Path]]:
+        """(relative path with ``/``, path) of every document file, sorted per folder."""
         if not self.root.is_dir():
             raise SourceUnavailableError(f"source folder {self.root} is not a readable folder")
         def fail(exc: OSError) -> None:
@@ -65,7 +91,7 @@ class MarkdownFolderSource:
         for folder, dirs, files in os.walk(self.root, onerror=fail):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             for file_name in sorted(files):
-                if file_name.endswith(".md") and not file_name.startswith("."):
+                if is_document_name(file_name):
                     path = Path(folder) / file_name
                     yield path.relative_to(self.root).as_posix(), path
 
@@ -89,7 +115,7 @@ class MarkdownFolderSource:
             raise SourceDataError(f"{where}: not UTF-8 text: {exc}") from exc
         except OSError as exc:
             raise SourceUnavailableError(f"cannot read {where}: {exc}") from exc
-        meta = self._front_matter(text, where)
+        meta = self._front_matter(text, where) if relative.endswith(".md") else {}
         raw_version = meta.get(self.version_key)
         version = int(mtime) if raw_version is None else parse_version(raw_version, where)
         raw_changed = meta.get(self.changed_at_key)
@@ -102,7 +128,7 @@ class MarkdownFolderSource:
 
     def list_documents(self) -> Iterator[SourceEntry]:
         seen: dict[str, str] = {}
-        for relative, path in self._files():
+        for relative, path in self.files():
             entry = self._entry(relative, path)
             if entry.document_id in seen:
                 raise SourceDataError(
@@ -113,7 +139,9 @@ class MarkdownFolderSource:
             yield entry
 
     def _path_of(self, document_id: str) -> tuple[str, Path] | None:
-        for relative in (f"{document_id}.md", f"{document_id}/index.md"):
+        candidates = [f"{document_id}{suffix}" for suffix in CONTENT_TYPES]
+        candidates += [f"{document_id}/index{suffix}" for suffix in CONTENT_TYPES]
+        for relative in candidates:
             path = self.root / relative
             resolved = path.resolve()
             if not resolved.is_relative_to(self.root.resolve()):
@@ -127,6 +155,18 @@ class MarkdownFolderSource:
         if found is None:
             raise DocumentNotFoundError(document_id)
         relative, path = found
+        return self.document_at(relative, path, document_id)
+
+    def document_at(
+        self, relative: str, path: Path, document_id: str | None = None
+    ) -> SourceDocument:
+        """The document in the file ``path`` (``relative`` to the root), as ``get_document``.
+
+        Raises ``DocumentNotFoundError`` if the file is gone, ``SourceDataError``
+        if it is not UTF-8 or its front matter is bad, ``SourceUnavailableError``
+        if it cannot be read.
+        """
+        document_id = document_id or document_id_for(relative)
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError as exc:
@@ -135,12 +175,18 @@ class MarkdownFolderSource:
             raise SourceDataError(f"{path}: not UTF-8 text: {exc}") from exc
         except OSError as exc:
             raise SourceUnavailableError(f"cannot read {path}: {exc}") from exc
-        entry = self._entry(relative, path, text)
+        try:
+            entry = self._entry(relative, path, text)
+        except SourceUnavailableError as exc:  # removed between the read and the stat
+            if not path.exists():
+                raise DocumentNotFoundError(document_id) from exc
+            raise
         return SourceDocument(
             document_id=document_id,
             version=entry.version,
             changed_at=entry.changed_at,
             content=text,
+            content_type=content_type_for(relative),
             metadata=EventMetadata(source_path=relative),
         )
 

@@ -91,3 +91,24 @@ def test_not_utf8_is_a_data_error(tmp_path: Path) -> None:
 def test_a_missing_folder_is_unavailable_not_empty(tmp_path: Path) -> None:
     with pytest.raises(SourceUnavailableError, match="gone"):
         list(MarkdownFolderSource(tmp_path / "gone").list_documents())
+
+
+@pytest.mark.parametrize(
+    ("relative", "expected"),
+    [("help/index.html", "help"), ("help/contact.html", "help/contact"), ("faq.htm", "faq")],
+)
+def test_html_document_ids_follow_the_same_rule(relative: str, expected: str) -> None:
+    assert document_id_for(relative) == expected
+
+
+def test_html_files_are_listed_and_read_as_html(tmp_path: Path) -> None:
+    put(tmp_path, "help/index.html", "<title>Help</title><h2>Hours</h2>", mtime=1_700_000_000)
+    put(tmp_path, "refunds.md", "## Refunds\n", mtime=1_700_000_001)
+    put(tmp_path, "notes.txt", "not a document")
+    source = MarkdownFolderSource(tmp_path)
+    assert {e.document_id: e.version for e in source.list_documents()} == {
+        "help": 1_700_000_000, "refunds": 1_700_000_001,
+    }
+    doc = source.get_document("help")
+    assert (doc.content_type, doc.metadata.source_path) == ("text/html", "help/index.html")
+    assert source.get_document("refunds").content_type == "text/markdown"

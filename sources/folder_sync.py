@@ -1,0 +1,241 @@
+"""One pass of the folder watcher: compare the folder with what was published, publish the rest.
+
+``FolderSync.sync()`` lists the folder (``MarkdownFolderSource.files``) and, for
+each document id:
+
+- a file whose id was never published, was deleted, or whose content or
+  version changed -> an upsert;
+- an id the watcher published as live whose file is gone -> a delete. A rename
+  is therefore a delete of the old id and an upsert of the new one (upserts are
+  sent first, so the text is never missing from the index).
+
+Versions follow the folder source's rule (front matter ``version``, else the
+modification time in seconds) so that the monitor and the nightly reindex,
+which list the same folder, see the same numbers; but a version is never at
+or below one already published or indexed for that id: then it is that one
+plus one (two edits in one second, a delete then a re-creation, a file whose
+modification time went back). The index may then be a little ahead of the
+folder listing, which the monitor reads as current and the reindex leaves
+alone.
+
+Deletes are sent only for ids this watcher published (its state file), never
+for every indexed id missing from the folder: the index may hold documents
+from other producers (a replayed change log, the webhook). The nightly
+reconcile removes what is gone from the source for good.
+
+A file that cannot be read as a document (not UTF-8, bad front matter, an id
+the change event refuses) is logged once and skipped: nothing is published,
+and its indexed version stays. A publish that fails stops the pass; the next
+pass (the watcher retries) sends it again: the queue is at-least-once and the
+version guard makes a repeat harmless.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import uuid
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+import pydantic
+import structlog
+
+from events.model import Action, ChangeEvent
+from sources.errors import DocumentNotFoundError, SourceDataError
+from sources.folder import MarkdownFolderSource, document_id_for
+from sources.watch_state import Published, WatchState
+from store.model import DocumentState
+from transport.publisher import EventPublisher, PublishError
+
+log = structlog.get_logger(__name__)
+
+
+class IndexStates(Protocol):
+    """The part of ``store.base.Store`` the watcher reads."""
+
+    def get_state(self, document_id: str) -> DocumentState | None: ...
+
+    def iter_states(self) -> Iterator[DocumentState]: ...
+
+
+@dataclass(slots=True)
+class SyncReport:
+    upserts: int = 0
+    deletes: int = 0
+    skipped_files: int = 0
+    publish_failed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _File:
+    relative: str
+    path: Path
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class FolderSync:
+    root: Path
+    publisher: EventPublisher
+    state: WatchState
+    index: IndexStates | None = None
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    _known: dict[str, Published] | None = field(default=None, init=False)
+    _indexed_at_start: dict[str, DocumentState] = field(default_factory=dict, init=False)
+    _bad: dict[str, tuple[int, int]] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self.source = MarkdownFolderSource(self.root)
+
+    def sync(self, touched: Collection[str] = ()) -> SyncReport:
+        """Publish every difference between the folder and what was published.
+
+        A file whose size and modification time are those last published is not
+        read again, unless it is in ``touched`` (paths relative to the root that
+        the file system reported) or this is the first pass of the process (an
+        edit made while stopped may have kept both).
+        Raises ``SourceUnavailableError`` when the folder cannot be listed.
+        """
+        first_pass = self._known is None
+        if self._known is None:
+            self._known = self.state.load()
+            if self.index is not None:
+                self._indexed_at_start = {s.document_id: s for s in self.index.iter_states()}
+        known, report = self._known, SyncReport()
+        files = self._scan()
+        for document_id, file in files.items():
+            published = known.get(document_id) or self._indexed(document_id)
+            reread = first_pass or file.relative in touched
+            if not self._upsert_if_changed(document_id, file, published, report, reread=reread):
+                return report
+        for document_id, published in sorted(known.items()):
+            if not published.deleted and document_id not in files:
+                version = self._next_version(document_id, 0)
+                if not self._publish(self._delete_event(document_id, version), report):
+                    return report
+                self._record(Published(document_id, version, True))
+                report.deletes += 1
+        return report
+
+    def _indexed(self, document_id: str) -> Published | None:
+        """What the index held at start-up of an id this watcher never published.
+
+        A document the index holds live at a version the folder's rule does not
+        exceed counts as published (no event at start-up: the index was built
+        from this folder before the state file existed); its content hash is
+        unknown, so any later edit of the file publishes it.
+        """
+        indexed = self._indexed_at_start.get(document_id)
+        if indexed is None:
+            return None
+        return Published(document_id, indexed.version, indexed.deleted)
+
+    def _scan(self) -> dict[str, _File]:
+        files: dict[str, _File] = {}
+        for relative, path in self.source.files():
+            document_id = document_id_for(relative)
+            if document_id in files:
+                log.error("two files have one document id; the second is ignored",
+                          document_id=document_id, kept=files[document_id].relative,
+                          ignored=relative)
+                continue
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                continue  # removed since the listing: the next pass sees it gone
+            files[document_id] = _File(relative, path, st.st_size, st.st_mtime_ns)
+        return files
+
+    def _upsert_if_changed(
+        self, document_id: str, file: _File, published: Published | None, report: SyncReport,
+        *, reread: bool,
+    ) -> bool:
+        """Publish an upsert if needed; False only when publishing failed."""
+        if not reread and published is not None and not published.deleted and (
+            published.relative_path, published.size, published.mtime_ns
+        ) == (file.relative, file.size, file.mtime_ns):
+            return True  # the very file already published
+        if not reread and self._bad.get(file.relative) == (file.size, file.mtime_ns):
+            return True  # already reported as unreadable, unchanged since
+        try:
+            document = self.source.document_at(file.relative, file.path, document_id)
+        except DocumentNotFoundError:
+            return True  # removed since the listing: the next pass sees it gone
+        except SourceDataError as exc:
+            return self._skip(file, str(exc), report)
+        self._bad.pop(file.relative, None)
+        digest = hashlib.sha256(f"{document.content_type}\0{document.content}".encode()).hexdigest()
+        seen = Published(document_id, document.version, False, digest,
+                         file.relative, file.size, file.mtime_ns)
+        if published is not None and not published.deleted and (
+            published.content_hash in (digest, None) and document.version <= published.version
+        ):
+            self._record(dataclasses.replace(seen, version=published.version))
+            return True  # same content (or indexed before, unchanged version): nothing to send
+        version = self._next_version(document_id, document.version)
+        try:
+            event = ChangeEvent(
+                event_id=f"folder-{uuid.uuid4().hex}",
+                document_id=document_id,
+                action=Action.UPSERT,
+                version=version,
+                changed_at=document.changed_at,
+                received_at=self.clock(),
+                content_type=document.content_type,
+                content=document.content,
+                metadata=document.metadata,
+            )
+        except pydantic.ValidationError as exc:
+            return self._skip(file, f"not a valid change event: {exc.errors()[0]['msg']}", report)
+        if not self._publish(event, report):
+            return False
+        self._record(dataclasses.replace(seen, version=version))
+        report.upserts += 1
+        return True
+
+    def _next_version(self, document_id: str, wanted: int) -> int:
+        """``wanted`` unless something at or above it was published or indexed: then one more."""
+        floor = 0
+        if self._known is not None and document_id in self._known:
+            floor = self._known[document_id].version
+        if self.index is not None:
+            indexed = self.index.get_state(document_id)
+            if indexed is not None:
+                floor = max(floor, indexed.version)
+        return wanted if wanted > floor else floor + 1
+
+    def _delete_event(self, document_id: str, version: int) -> ChangeEvent:
+        now = self.clock()
+        return ChangeEvent(
+            event_id=f"folder-{uuid.uuid4().hex}", document_id=document_id,
+            action=Action.DELETE, version=version, changed_at=now, received_at=now,
+        )
+
+    def _publish(self, event: ChangeEvent, report: SyncReport) -> bool:
+        try:
+            self.publisher.publish(event)
+        except PublishError as exc:
+            log.warning("publish failed; the watcher retries", document_id=event.document_id,
+                        action=event.action.value, version=event.version, error=str(exc))
+            report.publish_failed = True
+            return False
+        log.info("published", document_id=event.document_id, action=event.action.value,
+                 version=event.version)
+        return True
+
+    def _skip(self, file: _File, reason: str, report: SyncReport) -> bool:
+        log.warning("file skipped: not a readable document", path=str(file.path), reason=reason)
+        self._bad[file.relative] = (file.size, file.mtime_ns)
+        report.skipped_files += 1
+        return True
+
+    def _record(self, published: Published) -> None:
+        self.state.record(published)
+        if self._known is not None:
+            self._known[published.document_id] = published

@@ -1,0 +1,183 @@
+"""Watch a folder of policy files and publish a change event for every change.
+
+``FolderWatcher.run()`` first compares the folder with what was published
+and indexed (``FolderSync.sync``: changes made while no watcher ran are sent
+at start-up), then waits on the file system with watchfiles' notifier
+(inotify on Linux, FSEvents on macOS) and runs the same comparison after each burst of changes.
+Changes are grouped for ``debounce_ms`` at most, and a burst ends after
+``step_ms`` of quiet, so an editor's write-rename-chmod sequence is one pass.
+Every ``rescan_seconds`` without changes, the folder is compared again anyway:
+that retries a publish that failed and catches anything the operating system
+did not report (an overflowed inotify queue, a network file system); with
+unchanged files this costs one ``stat`` per file.
+
+Only document files matter (``*.md``, ``*.html``, ``*.htm``, see
+``sources.folder``); editor temporary files (``.x.md.swp``, ``x.md~``,
+``#x.md#``, ``.#x.md``, ``x.md___jb_tmp___``) and hidden folders never start
+a pass. Because every pass compares the whole folder, a renamed or deleted
+folder is handled like the files inside it.
+
+``start_watcher_thread`` runs a watcher in a daemon thread for a process
+that does other work (the embedded ``policy-indexer run``).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+import watchfiles
+from watchfiles._rust_notify import RustNotify
+
+from sources.errors import SourceError, SourceUnavailableError
+from sources.folder import is_document_name
+from sources.folder_sync import FolderSync, IndexStates, SyncReport
+from sources.watch_state import WatchState
+from transport.publisher import EventPublisher
+
+log = structlog.get_logger(__name__)
+
+STATE_FILE = "folder-watch.sqlite3"
+
+
+@dataclass(frozen=True)
+class RelevantChanges:
+    """watchfiles filter: a change that can alter the library below ``root``.
+
+    A document file, or a name without a dot (a folder, renamed or deleted);
+    nothing hidden, nothing in a hidden folder (``.git``, swap files).
+    """
+
+    root: Path
+
+    def __call__(self, _change: watchfiles.Change, path: str) -> bool:
+        try:
+            parts = Path(path).relative_to(self.root).parts
+        except ValueError:
+            return True  # outside the root (the root itself moved): compare again
+        if not parts or any(part.startswith(".") for part in parts):
+            return bool(not parts)
+        name = parts[-1]
+        return is_document_name(name) or ("." not in name and not name.endswith(("~", "#")))
+
+
+@dataclass
+class FolderWatcher:
+    sync: FolderSync
+    debounce_ms: int = 400
+    step_ms: int = 50
+    rescan_seconds: float = 5.0
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    passes: int = field(default=0, init=False)
+
+    def run(self) -> None:
+        """Publish until ``stop()``; raises ``SourceUnavailableError`` if the folder is missing."""
+        root = self.sync.root
+        if not root.is_dir():
+            raise SourceUnavailableError(f"folder to watch {str(root)!r} is not a folder")
+        resolved = root.resolve()
+        relevant = RelevantChanges(resolved)
+        timeout_ms = max(1, int(self.rescan_seconds * 1000))
+        # watchfiles.watch() would only start watching at its first wait; its Rust
+        # notifier (the same class watch() uses) collects changes from the moment it
+        # exists, so the start-up pass below misses nothing made while it runs.
+        with RustNotify([str(resolved)], False, False, 300, True, False) as notify:
+            log.info("watching folder", folder=str(root))
+            self._pass()
+            while not self.stop_event.is_set():
+                raw = notify.watch(self.debounce_ms, self.step_ms, timeout_ms, self.stop_event)
+                if raw == "stop":
+                    break
+                if isinstance(raw, str):  # "timeout" (or "signal"): compare anyway
+                    self._pass()
+                    continue
+                touched = {
+                    _relative(resolved, path) for change, path in raw
+                    if relevant(watchfiles.Change(change), path)
+                }
+                if touched:
+                    self._pass(touched)
+        log.info("folder watcher stopped", folder=str(root))
+
+    def _pass(self, touched: set[str] | None = None) -> SyncReport | None:
+        changes = len(touched or ())
+        try:
+            report = self.sync.sync(touched or ())
+        except SourceError as exc:  # the folder vanished or cannot be read: try again later
+            log.error("folder not readable; retrying", folder=str(self.sync.root), error=str(exc))
+            return None
+        finally:
+            self.passes += 1
+        if report.upserts or report.deletes or report.skipped_files or changes:
+            log.info("folder compared", changes=changes, upserts=report.upserts,
+                     deletes=report.deletes, skipped_files=report.skipped_files,
+                     publish_failed=report.publish_failed)
+        return report
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+
+def _relative(root: Path, path: str) -> str:
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return path
+
+
+class WatcherThread:
+    """A ``FolderWatcher`` in a daemon thread; keeps the exception that ended it."""
+
+    def __init__(self, watcher: FolderWatcher, state: WatchState) -> None:
+        self.watcher = watcher
+        self.error: BaseException | None = None
+        self._state = state
+        self._thread = threading.Thread(target=self._run, name="folder-watcher", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.watcher.run()
+        except BaseException as exc:  # handed to the caller, which decides
+            log.error("folder watcher failed", error=repr(exc))
+            self.error = exc
+
+    def start(self) -> WatcherThread:
+        self._thread.start()
+        return self
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop watching, wait for the current pass to end, close the state file."""
+        self.watcher.stop()
+        self._thread.join(timeout_s)
+        if not self._thread.is_alive():
+            self._state.close()
+
+
+def start_watcher_thread(
+    folder: str | Path,
+    publisher: EventPublisher,
+    *,
+    state_path: str | Path,
+    index: IndexStates | None = None,
+    debounce_ms: int = 400,
+    rescan_seconds: float = 5.0,
+) -> WatcherThread:
+    """Watch ``folder`` in a thread, publishing to ``publisher``; returns the running thread.
+
+    ``state_path``: the watcher's state file (``STATE_FILE`` beside the index is
+    the usual place). ``index``: the store the events end up in (its states
+    are a version floor and the start-up comparison). Raises
+    ``SourceUnavailableError`` when the folder or the state file cannot be opened.
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        raise SourceUnavailableError(f"folder to watch {str(root)!r} is not a folder")
+    state = WatchState(state_path)
+    sync = FolderSync(root, publisher, state, index=index)
+    watcher = FolderWatcher(sync, debounce_ms=debounce_ms, rescan_seconds=rescan_seconds)
+    return WatcherThread(watcher, state).start()

@@ -1,0 +1,104 @@
+"""The folder watcher in its thread, on real file-system notifications (watchfiles)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import watchfiles
+from support.webhooks import MemoryPublisher
+
+from events.model import ChangeEvent
+from sources.errors import SourceUnavailableError
+from sources.watch import RelevantChanges, WatcherThread, start_watcher_thread
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def watched(tmp_path: Path) -> Iterator[tuple[Path, MemoryPublisher, WatcherThread]]:
+    root = tmp_path / "library"
+    root.mkdir()
+    (root / "refunds.md").write_text("## Window\n14 days.\n")
+    publisher = MemoryPublisher()
+    thread = start_watcher_thread(
+        root, publisher, state_path=tmp_path / "watch.sqlite3", debounce_ms=200
+    )
+    try:
+        yield root, publisher, thread
+    finally:
+        thread.stop()
+        assert not thread.is_alive()
+        assert thread.error is None
+
+
+def seen(publisher: MemoryPublisher) -> list[tuple[str, str]]:
+    return [(e.document_id, e.action.value) for e in publisher.events]
+
+
+def last(publisher: MemoryPublisher) -> ChangeEvent:
+    return publisher.events[-1]
+
+
+def test_create_edit_rename_delete_each_publish_their_events(
+    watched: tuple[Path, MemoryPublisher, WatcherThread],
+) -> None:
+    root, publisher, _thread = watched
+    wait_for(lambda: seen(publisher) == [("refunds", "upsert")])  # the start-up pass
+    (root / "promo.md").write_text("## Offer\n30 % off.\n")
+    wait_for(lambda: len(publisher.events) == 2)
+    assert seen(publisher)[-1] == ("promo", "upsert")
+    first = last(publisher).version
+
+    (root / "promo.md").write_text("## Offer\n40 % off.\n")
+    wait_for(lambda: len(publisher.events) == 3)
+    assert (last(publisher).content, last(publisher).version > first) == (
+        "## Offer\n40 % off.\n", True,
+    )
+
+    (root / "promo.md").rename(root / "spring.md")
+    wait_for(lambda: len(publisher.events) == 5)
+    assert seen(publisher)[3:] == [("spring", "upsert"), ("promo", "delete")]
+    assert publisher.events[4].version > publisher.events[2].version
+
+    (root / "spring.md").unlink()
+    wait_for(lambda: len(publisher.events) == 6)
+    assert seen(publisher)[-1] == ("spring", "delete")
+
+
+def test_a_renamed_folder_moves_every_document_in_it(
+    watched: tuple[Path, MemoryPublisher, WatcherThread],
+) -> None:
+    root, publisher, _thread = watched
+    (root / "cities" / "lisbon").mkdir(parents=True)
+    (root / "cities" / "lisbon" / "index.md").write_text("## Lisbon\n")
+    wait_for(lambda: ("cities/lisbon", "upsert") in seen(publisher))
+    (root / "cities").rename(root / "towns")
+    wait_for(lambda: ("cities/lisbon", "delete") in seen(publisher))
+    assert ("towns/lisbon", "upsert") in seen(publisher)
+
+
+def test_a_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(SourceUnavailableError, match="gone"):
+        start_watcher_thread(tmp_path / "gone", MemoryPublisher(), state_path=tmp_path / "s")
+
+
+@pytest.mark.parametrize(
+    ("relative", "expected"),
+    [("refunds.md", True), ("help/contact.html", True), ("cities", True),
+     ("cities/.refunds.md.swp", False), ("refunds.md~", False), ("#refunds.md#", False),
+     (".git/index", False), ("notes.txt", False), ("refunds.md___jb_tmp___", False)],
+)
+def test_only_changes_that_can_alter_the_library_start_a_pass(
+    tmp_path: Path, relative: str, expected: bool
+) -> None:
+    relevant = RelevantChanges(tmp_path)
+    assert relevant(watchfiles.Change.modified, str(tmp_path / relative)) is expected

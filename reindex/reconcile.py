@@ -145,7 +145,7 @@ class Reconciler:
         if len(report.samples) < _SAMPLES:
             report.samples.append(
                 f"{action.decision.value} ({action.reason}): {action.document_id} "
-                f"index v{action.index_version} source v{action.source_version}"
+                f"index {_v(action.index_version)} source {_v(action.source_version)}"
             )
         return action.decision is not Decision.AHEAD  # reported, never undone
 
@@ -272,3 +272,7 @@ class Reconciler:
             changed_at=changed_at,
             received_at=datetime.now(UTC),
         )
+
+
+def _v(version: int | None) -> str:
+    return "-" if version is None else f"v{version}"

@@ -72,7 +72,12 @@ class JobRunner:
         with self._leased(RECONCILE) as lost:
             if lost is None:
                 return None
-            record = self._start(RECONCILE, dry_run)
+            try:
+                record = self._start(RECONCILE, dry_run)
+            except StoreError:  # the run log is unreachable: the run cannot be recorded
+                if self.metrics is not None and not dry_run:
+                    self.metrics.record_reconcile("failed", 0.0, {}, utcnow().timestamp())
+                raise
             started = time.monotonic()
             report = ReconcileReport(dry_run=dry_run, error="the run ended unexpectedly")
             try:
@@ -89,9 +94,6 @@ class JobRunner:
                     report.error = "the lease was lost during the run"
             finally:
                 ended = utcnow()
-                self.run_log.save(record.finished(
-                    ended, report.outcome.value, report.counts(), _error(report)
-                ))
                 log.info("reconcile ended", outcome=report.outcome.value, run_id=record.run_id,
                          decided=dict(report.decided), applied=dict(report.applied),
                          seconds=report.seconds)
@@ -100,6 +102,9 @@ class JobRunner:
                         report.outcome.value, time.monotonic() - started,
                         dict(report.decided), ended.timestamp(),
                     )
+                self._save(record.finished(
+                    ended, report.outcome.value, report.counts(), _error(report)
+                ))
             return report
 
     def sweep(self) -> SweepReport | None:
@@ -117,11 +122,11 @@ class JobRunner:
             finally:
                 counts = {"examined": report.examined, "deleted": report.deleted} if report else {}
                 ended = utcnow()
-                self.run_log.save(record.finished(ended, outcome.value, counts, error))
                 if self.metrics is not None:
                     self.metrics.runs.labels(job=SWEEP, outcome=outcome.value).inc()
                     if outcome is Outcome.SUCCESS:
                         self.metrics.sweep_last_success.set(ended.timestamp())
+                self._save(record.finished(ended, outcome.value, counts, error))
             return report
 
     def refresh_metrics(self) -> None:
@@ -141,6 +146,14 @@ class JobRunner:
 
     def close(self) -> None:
         self.on_close()
+
+    def _save(self, record: RunRecord) -> None:
+        """Record the end of a run; a failure to record is logged (the metrics have it)."""
+        try:
+            self.run_log.save(record)
+        except StoreError as exc:
+            log.error("could not record the end of the run", job=record.job,
+                      run_id=record.run_id, outcome=record.outcome, error=str(exc))
 
     def _start(self, job: str, dry_run: bool) -> RunRecord:
         record = RunRecord(uuid.uuid4().hex, job, self.trigger, self.holder, utcnow(),

@@ -13,6 +13,7 @@ from reindex.jobs import JobRunner
 from reindex.lease import InMemoryLeaseBackend, Lease
 from reindex.runs import InMemoryRunLog, RunRecord
 from sources.changelog import ChangeLogSource
+from store.errors import TransientStoreError
 from store.memory import InMemoryStore
 
 TTL = timedelta(minutes=5)
@@ -117,3 +118,18 @@ def test_the_sweep_job_is_recorded(tmp_path: Path) -> None:
     assert record.outcome == "success" and record.counts["examined"] > 0
     assert value(registry, "reindex_runs_total", job="sweep", outcome="success") == 1
     assert (value(registry, "sweep_last_success_timestamp_seconds") or 0) > 0
+
+
+class UnreachableRunLog(InMemoryRunLog):
+    def save(self, record: RunRecord) -> None:
+        raise TransientStoreError("save run: Elasticsearch unreachable")
+
+
+def test_a_run_that_cannot_be_recorded_is_a_failure_in_the_metrics(tmp_path: Path) -> None:
+    runner, registry, _ = make_runner(tmp_path, run_log=UnreachableRunLog())
+    with pytest.raises(TransientStoreError):
+        runner.reconcile()
+    assert value(registry, "reindex_last_outcome", outcome="failed") == 1
+    assert value(registry, "reindex_runs_total", job="reconcile", outcome="failed") == 1
+    assert runner.store.get_state("doc-0") is None  # nothing done without a record
+    assert runner.lease.acquire("reconcile", "b", TTL)[0] is not None  # lease given back

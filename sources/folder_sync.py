@@ -18,6 +18,11 @@ modification time went back). The index may then be a little ahead of the
 folder listing, which the monitor reads as current and the reindex leaves
 alone.
 
+At start-up the index is compared too: what this watcher published but the
+index does not hold (a deleted and rebuilt index file, a lost queue) is sent
+again, at a new version; an event still waiting in the queue may so be sent
+twice, which the version guard makes harmless.
+
 Deletes are sent only for ids this watcher published (its state file), never
 for every indexed id missing from the folder: the index may hold documents
 from other producers (a replayed change log, the webhook). The nightly
@@ -111,17 +116,34 @@ class FolderSync:
         files = self._scan()
         for document_id, file in files.items():
             published = known.get(document_id) or self._indexed(document_id)
+            if first_pass and self._index_lacks(published):
+                published = None  # published once but not in the index: send again
             reread = first_pass or file.relative in touched
             if not self._upsert_if_changed(document_id, file, published, report, reread=reread):
                 return report
         for document_id, published in sorted(known.items()):
-            if not published.deleted and document_id not in files:
+            if document_id in files:
+                continue
+            if not published.deleted or (first_pass and self._index_lacks(published)):
                 version = self._next_version(document_id, 0)
                 if not self._publish(self._delete_event(document_id, version), report):
                     return report
                 self._record(Published(document_id, version, True))
                 report.deletes += 1
         return report
+
+    def _index_lacks(self, published: Published | None) -> bool:
+        """At start-up: the index does not hold what this watcher last published.
+
+        The index file was deleted and rebuilt, or the queue lost the event, or
+        the event still waits in the queue (sending it again is then harmless).
+        """
+        if published is None or self.index is None:
+            return False
+        indexed = self._indexed_at_start.get(published.document_id)
+        if published.deleted:
+            return indexed is not None and not indexed.deleted
+        return indexed is None or indexed.deleted or indexed.version < published.version
 
     def _indexed(self, document_id: str) -> Published | None:
         """What the index held at start-up of an id this watcher never published.

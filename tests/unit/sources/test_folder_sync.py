@@ -181,3 +181,19 @@ def test_two_files_with_one_id_publish_the_first_only(folder: Folder) -> None:
     assert folder.new_events() == [("refunds", "upsert", T0)]
     assert folder.publisher.events[0].action is Action.UPSERT
     assert folder.publisher.events[0].metadata.source_path == "refunds.md"
+
+
+def test_a_rebuilt_index_gets_everything_again_from_a_restarted_watcher(tmp_path: Path) -> None:
+    folder = Folder(tmp_path, InMemoryStore())
+    put(folder.root, "kept.md", "## Kept\n")
+    put(folder.root, "gone.md", "## Gone\n")
+    folder.new_events()
+    (folder.root / "gone.md").unlink()
+    folder.new_events()
+    folder.sync.state.close()
+    now = datetime.now(UTC)
+    folder.index = InMemoryStore()  # the index file deleted: only an old copy of "gone"
+    folder.index.put_state(DocumentState("gone", T0, now, now))
+    folder.sync = folder.start()
+    assert sorted(folder.new_events()) == [("gone", "delete", T0 + 2), ("kept", "upsert", T0 + 1)]
+    assert folder.new_events() == []

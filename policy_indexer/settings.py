@@ -140,6 +140,19 @@ class Settings(BaseSettings):
         15.0, gt=0, description="A silent consumer of the local queue loses it after this long."
     )
 
+    # Folder watcher of the embedded mode (issue 8) -------------------------
+    # It watches source_path when source_kind is 'folder' (the folder the monitor
+    # and the nightly reindex list, so all three agree on ids and versions).
+    watch_debounce_ms: int = Field(
+        400, ge=10, le=60_000,
+        description="The folder watcher groups a burst of file changes for at most this long.",
+    )
+    watch_rescan_seconds: float = Field(
+        5.0, gt=0,
+        description="Without file changes, the watcher compares the folder again this often "
+        "(retries a failed publish, catches changes the OS did not report).",
+    )
+
     # Nightly reindex and its scheduler (issue 7) --------------------------
     reindex_cron: str = Field(
         "0 2 * * *",

@@ -21,15 +21,18 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
 
 from chunker import chunk_document
 from consumers.transport import delete_topics, ensure_topics, make_producer
@@ -71,6 +74,25 @@ def peak_rss_mb(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def scrape(ports: list[int]) -> dict[str, float]:
+    """Sum the workers' counters (name{labels} -> value) from their /metrics."""
+    totals: dict[str, float] = {}
+    for port in ports:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+            for family in text_string_to_metric_families(resp.read().decode()):
+                for sample in family.samples:
+                    labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
+                    key = f"{sample.name}{{{labels}}}" if labels else sample.name
+                    totals[key] = totals.get(key, 0.0) + sample.value
+    return totals
 
 
 def chunk_all(events: list[ChangeEvent]) -> tuple[list[object], float]:
@@ -172,7 +194,11 @@ def main() -> None:
     topic, group = f"{prefix}-changes", f"{prefix}-group"
     ensure_topics(args.bootstrap, [topic, f"{prefix}-dlq"], partitions=args.partitions)
     env = worker_env(args.bootstrap, args.elasticsearch, prefix)
-    workers = [subprocess.Popen([CLI, "run"], env=env) for _ in range(args.workers)]
+    ports = [free_port() for _ in range(args.workers)]
+    workers = [
+        subprocess.Popen([CLI, "run"], env={**env, "POLICY_INDEXER_METRICS_PORT": str(port)})
+        for port in ports
+    ]
     store = ElasticsearchStore.connect(args.elasticsearch, prefix)
     try:
         # Warm-up: every worker has joined the group and the indices exist.
@@ -189,6 +215,12 @@ def main() -> None:
         print(f"end to end ({args.workers} workers, {args.partitions} partitions): "
               f"{len(events) / e2e_s:,.1f} changes/s, {e2e_chunk_rate:,.0f} chunks/s "
               f"({e2e_s:.1f} s); ratio to raw bulk: {e2e_chunk_rate / raw_rate:.0%}")
+        totals = scrape(ports)
+        written = totals.get("policy_indexer_chunks_written_total", 0.0)
+        outcomes = {k.split('"')[1]: int(v) for k, v in totals.items()
+                    if k.startswith("policy_indexer_events_total{") and v}
+        print(f"  chunks the workers actually wrote: {written:,.0f} ({written / e2e_s:,.0f}/s; "
+              f"versions superseded inside a batch are not written); events: {outcomes}")
 
         # Latency at a steady 20 changes/s: new documents, one version each.
         upserts = [e for e in events if e.action is Action.UPSERT][: args.latency_changes]

@@ -28,6 +28,10 @@ for every indexed id missing from the folder: the index may hold documents
 from other producers (a replayed change log, the webhook). The nightly
 reconcile removes what is gone from the source for good.
 
+A pass that finds the folder empty while more than one document was
+published live deletes nothing (an unmounted share looks the same) and logs
+an error.
+
 A file that cannot be read as a document (not UTF-8, bad front matter, an id
 the change event refuses) is logged once and skipped: nothing is published,
 and its indexed version stays. A publish that fails stops the pass; the next
@@ -94,6 +98,8 @@ class FolderSync:
     _known: dict[str, Published] | None = field(default=None, init=False)
     _indexed_at_start: dict[str, DocumentState] = field(default_factory=dict, init=False)
     _bad: dict[str, tuple[int, int]] = field(default_factory=dict, init=False)
+    _caught_up: bool = field(default=False, init=False)  # a start-up pass completed
+    _resent: set[str] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
         self.source = MarkdownFolderSource(self.root)
@@ -103,33 +109,43 @@ class FolderSync:
 
         A file whose size and modification time are those last published is not
         read again, unless it is in ``touched`` (paths relative to the root that
-        the file system reported) or this is the first pass of the process (an
+        the file system reported) or the start-up pass has not yet completed (an
         edit made while stopped may have kept both).
-        Raises ``SourceUnavailableError`` when the folder cannot be listed.
+        Raises ``SourceUnavailableError`` when the folder cannot be listed and
+        ``StoreError`` when the index cannot be read; nothing is lost, the next
+        pass starts over.
         """
-        first_pass = self._known is None
         if self._known is None:
-            self._known = self.state.load()
+            known = self.state.load()
             if self.index is not None:
                 self._indexed_at_start = {s.document_id: s for s in self.index.iter_states()}
-        known, report = self._known, SyncReport()
+            self._known = known
+        known, report, catching_up = self._known, SyncReport(), not self._caught_up
         files = self._scan()
         for document_id, file in files.items():
             published = known.get(document_id) or self._indexed(document_id)
-            if first_pass and self._index_lacks(published):
+            if catching_up and self._index_lacks(published):
                 published = None  # published once but not in the index: send again
-            reread = first_pass or file.relative in touched
+            reread = catching_up or file.relative in touched
             if not self._upsert_if_changed(document_id, file, published, report, reread=reread):
                 return report
-        for document_id, published in sorted(known.items()):
-            if document_id in files:
-                continue
-            if not published.deleted or (first_pass and self._index_lacks(published)):
-                version = self._next_version(document_id, 0)
-                if not self._publish(self._delete_event(document_id, version), report):
-                    return report
-                self._record(Published(document_id, version, True))
-                report.deletes += 1
+        gone = [
+            document_id for document_id, published in sorted(known.items())
+            if document_id not in files
+            and (not published.deleted or (catching_up and self._index_lacks(published)))
+        ]
+        if not files and len(gone) > 1:
+            log.error("the folder lists no document: refusing to delete them all (an unmounted "
+                      "or emptied folder?); the nightly reconcile decides",
+                      folder=str(self.root), documents=len(gone))
+            gone = []
+        for document_id in gone:
+            version = self._next_version(document_id, 0)
+            if not self._publish(self._delete_event(document_id, version), report):
+                return report
+            self._record(Published(document_id, version, True))
+            report.deletes += 1
+        self._caught_up = True
         return report
 
     def _index_lacks(self, published: Published | None) -> bool:
@@ -138,7 +154,7 @@ class FolderSync:
         The index file was deleted and rebuilt, or the queue lost the event, or
         the event still waits in the queue (sending it again is then harmless).
         """
-        if published is None or self.index is None:
+        if published is None or self.index is None or published.document_id in self._resent:
             return False
         indexed = self._indexed_at_start.get(published.document_id)
         if published.deleted:
@@ -259,5 +275,7 @@ class FolderSync:
 
     def _record(self, published: Published) -> None:
         self.state.record(published)
+        if not self._caught_up:  # sent (or found current) since the start: the index is
+            self._resent.add(published.document_id)  # no longer compared for this id
         if self._known is not None:
             self._known[published.document_id] = published

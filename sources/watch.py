@@ -35,6 +35,7 @@ from sources.errors import SourceError, SourceUnavailableError
 from sources.folder import is_document_name
 from sources.folder_sync import FolderSync, IndexStates, SyncReport
 from sources.watch_state import WatchState
+from store.errors import StoreError
 from transport.publisher import EventPublisher
 
 log = structlog.get_logger(__name__)
@@ -71,6 +72,7 @@ class FolderWatcher:
     rescan_seconds: float = 5.0
     stop_event: threading.Event = field(default_factory=threading.Event)
     passes: int = field(default=0, init=False)
+    _touched: set[str] = field(default_factory=set, init=False)
 
     def run(self) -> None:
         """Publish until ``stop()``; raises ``SourceUnavailableError`` if the folder is missing."""
@@ -102,14 +104,19 @@ class FolderWatcher:
         log.info("folder watcher stopped", folder=str(root))
 
     def _pass(self, touched: set[str] | None = None) -> SyncReport | None:
-        changes = len(touched or ())
+        """One comparison; a failed one keeps its touched paths for the next."""
+        self._touched |= touched or set()
         try:
-            report = self.sync.sync(touched or ())
-        except SourceError as exc:  # the folder vanished or cannot be read: try again later
-            log.error("folder not readable; retrying", folder=str(self.sync.root), error=str(exc))
+            report = self.sync.sync(self._touched)
+        except (SourceError, StoreError) as exc:  # folder or index not readable now
+            log.error("folder comparison failed; retrying", folder=str(self.sync.root),
+                      error=str(exc))
             return None
         finally:
             self.passes += 1
+        changes = len(self._touched)
+        if not report.publish_failed:
+            self._touched = set()
         if report.upserts or report.deletes or report.skipped_files or changes:
             log.info("folder compared", changes=changes, upserts=report.upserts,
                      deletes=report.deletes, skipped_files=report.skipped_files,

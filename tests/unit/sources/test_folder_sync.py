@@ -197,3 +197,33 @@ def test_a_rebuilt_index_gets_everything_again_from_a_restarted_watcher(tmp_path
     folder.sync = folder.start()
     assert sorted(folder.new_events()) == [("gone", "delete", T0 + 2), ("kept", "upsert", T0 + 1)]
     assert folder.new_events() == []
+
+
+def test_an_emptied_folder_deletes_nothing_but_one_last_file_may_go(folder: Folder) -> None:
+    put(folder.root, "a.md", "## A\n")
+    put(folder.root, "b.md", "## B\n")
+    folder.new_events()
+    (folder.root / "a.md").unlink()
+    (folder.root / "b.md").unlink()  # an unmounted share looks the same
+    assert folder.new_events() == []
+    put(folder.root, "b.md", "## B\n")  # the folder is back, without a.md
+    assert folder.new_events() == [("a", "delete", T0 + 1)]
+    (folder.root / "b.md").unlink()
+    assert folder.new_events() == [("b", "delete", T0 + 1)]  # the last document may go
+
+
+def test_a_start_up_pass_cut_by_a_failed_publish_is_finished_by_the_next(tmp_path: Path) -> None:
+    folder = Folder(tmp_path, InMemoryStore())
+    put(folder.root, "a.md", "## A\none\n")
+    put(folder.root, "b.md", "## B\none\n")
+    folder.new_events()
+    folder.sync.state.close()
+    put(folder.root, "b.md", "## B\ntwo\n", mtime=T0)  # same size and mtime, while stopped
+    folder.index = InMemoryStore()  # and the index was rebuilt empty
+    folder.sync = folder.start()
+    folder.publisher.fail_with = PublishUnavailable("queue locked")
+    assert folder.sync.sync().publish_failed
+    folder.publisher.fail_with = None
+    assert sorted(folder.new_events()) == [("a", "upsert", T0 + 1), ("b", "upsert", T0 + 1)]
+    assert folder.publisher.events[-1].content == "## B\ntwo\n"
+    assert folder.new_events() == []

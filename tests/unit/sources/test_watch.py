@@ -13,6 +13,9 @@ from support.webhooks import MemoryPublisher
 from events.model import ChangeEvent
 from sources.errors import SourceUnavailableError
 from sources.watch import RelevantChanges, WatcherThread, start_watcher_thread
+from store.errors import TransientStoreError
+from store.memory import InMemoryStore
+from store.model import DocumentState
 
 
 def wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
@@ -102,3 +105,31 @@ def test_only_changes_that_can_alter_the_library_start_a_pass(
 ) -> None:
     relevant = RelevantChanges(tmp_path)
     assert relevant(watchfiles.Change.modified, str(tmp_path / relative)) is expected
+
+
+class FlakyIndex(InMemoryStore):
+    """An index that cannot be read the first time (locked, unreachable)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures = 1
+
+    def iter_states(self) -> Iterator[DocumentState]:
+        if self.failures:
+            self.failures -= 1
+            raise TransientStoreError("index locked")
+        return super().iter_states()
+
+
+def test_an_index_that_cannot_be_read_is_retried_and_the_watcher_goes_on(tmp_path: Path) -> None:
+    (tmp_path / "library").mkdir()
+    (tmp_path / "library" / "refunds.md").write_text("## Window\n")
+    publisher, index = MemoryPublisher(), FlakyIndex()
+    thread = start_watcher_thread(tmp_path / "library", publisher, index=index,
+                                  state_path=tmp_path / "s.sqlite3", rescan_seconds=0.1)
+    try:
+        wait_for(lambda: seen(publisher) == [("refunds", "upsert")])
+        assert index.failures == 0
+    finally:
+        thread.stop()
+    assert thread.error is None

@@ -8,10 +8,12 @@ root, with ``/`` separators, without the extension and without a trailing
 
 Version and change time come from the YAML front matter when it has them
 (``version: 7``, ``changed_at: 2024-05-01T10:00:00Z``; keys configurable;
-Markdown only), otherwise from the file's modification time: the version is then the
-modification time in whole seconds since the epoch, which grows whenever the
-file is rewritten. Pick one rule per library and keep it: the index compares
-these versions with those of the change events.
+Markdown only; an HTML file's ``<meta>`` tags give its labels, scope,
+keywords and dates, see ``sources.html_meta``), otherwise from the file's
+modification time: the version is then the modification time in whole
+seconds since the epoch, which grows whenever the file is rewritten. Pick one
+rule per library and keep it: the index compares these versions with those of
+the change events.
 
 A deleted file is simply not listed (a folder keeps no tombstones).
 """
@@ -29,6 +31,7 @@ import yaml
 from events.model import ContentType, EventMetadata
 from sources.base import SourceDocument, SourceEntry, parse_changed_at, parse_version
 from sources.errors import DocumentNotFoundError, SourceDataError, SourceUnavailableError
+from sources.html_meta import html_metadata
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -187,7 +190,11 @@ class MarkdownFolderSource:
             changed_at=entry.changed_at,
             content=text,
             content_type=content_type_for(relative),
-            metadata=EventMetadata(source_path=relative),
+            metadata=(
+                html_metadata(text, str(path), relative)
+                if content_type_for(relative) == "text/html"
+                else EventMetadata(source_path=relative)
+            ),
         )
 
     def close(self) -> None:

@@ -101,6 +101,8 @@ def test_the_index_follows_every_change_of_the_library_within_two_seconds(
     within(20, r.matches_folder)  # the whole sample library, first indexing
     assert r.finds("goodwill", "refunds/agent-handbook", ["public", "agents"])
     assert not r.finds("goodwill", "refunds/agent-handbook", ["public"])  # agents only
+    assert r.finds("opening", "help/contact", ["public"])  # HTML, labels from <meta>
+    assert not r.finds("opening", "help/contact", [])
 
     (lib / "promotions" / "autumn.md").write_text(
         "---\ntitle: Autumn offer\naccess_labels: [public]\n---\n## Offer\nPumpkinride day.\n"

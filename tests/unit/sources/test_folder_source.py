@@ -112,3 +112,20 @@ def test_html_files_are_listed_and_read_as_html(tmp_path: Path) -> None:
     doc = source.get_document("help")
     assert (doc.content_type, doc.metadata.source_path) == ("text/html", "help/index.html")
     assert source.get_document("refunds").content_type == "text/markdown"
+
+
+def test_an_html_files_meta_tags_are_its_metadata(tmp_path: Path) -> None:
+    put(tmp_path, "help.html",
+        '<html><head><title>Help</title><meta name="Access-Labels" content="agents, staff">'
+        '<meta name="valid_to" content="2027-04-30"><meta name="description" content="x">'
+        '</head><body><meta name="scope" content="not read: in the body"><h2>Hours</h2>')
+    meta = MarkdownFolderSource(tmp_path).get_document("help").metadata
+    assert meta.access_labels == ["agents", "staff"]
+    assert meta.valid_to is not None and meta.valid_to.isoformat() == "2027-04-30"
+    assert (meta.scope, meta.source_path) == (None, "help.html")
+
+
+def test_a_bad_meta_date_names_the_file_and_the_tag(tmp_path: Path) -> None:
+    put(tmp_path, "help.html", '<head><meta name="valid_from" content="next spring"></head>')
+    with pytest.raises(SourceDataError, match=r"help\.html.*valid_from.*next spring"):
+        MarkdownFolderSource(tmp_path).get_document("help")

@@ -150,6 +150,11 @@ class WatcherThread:
             log.error("folder watcher failed", error=repr(exc))
             self.error = exc
 
+    @property
+    def folder(self) -> Path:
+        """The folder watched (for the start-up banner)."""
+        return self.watcher.sync.root
+
     def start(self) -> WatcherThread:
         self._thread.start()
         return self

@@ -27,6 +27,7 @@ def test_the_configured_folder_is_watched_into_the_embedded_queue(tmp_path: Path
     try:
         watcher = start_folder_watcher(s, embedded)
         assert watcher is not None
+        assert watcher.folder == tmp_path / "library"
         deadline = time.monotonic() + 10
         while embedded.queue.pending(embedded.topic) == 0 and time.monotonic() < deadline:
             time.sleep(0.02)

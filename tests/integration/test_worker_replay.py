@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
 import pytest
 from support.index_equality import ExpectedIndex, assert_index_equals
-from support.kafka_helpers import publish_events, read_all, wait_for_lag_zero
+from support.kafka_helpers import group_lag, publish_events, read_all, wait_for_lag_zero
 from support.workers import Pipeline, Worker
 
 from events.model import ChangeEvent
@@ -60,3 +61,32 @@ def test_every_event_twice_and_out_of_order_gives_the_same_state(
             w.kill()
     assert_index_equals(pipeline_store, basecamp_expected)
     assert read_all(pipeline.kafka, pipeline.dead_letter_topic, expect=0, timeout_s=1) == []
+
+
+def test_workers_joining_and_leaving_mid_replay_give_the_same_state(
+    pipeline: Pipeline, pipeline_store: ElasticsearchStore, tmp_path: Path,
+    basecamp_events: list[ChangeEvent], basecamp_expected: ExpectedIndex,
+) -> None:
+    thirds = [basecamp_events[:120], basecamp_events[120:240], basecamp_events[240:]]
+    first = pipeline.start_worker(tmp_path, commit_every_records="10")
+    second: Worker | None = None
+    try:
+        publish_events(pipeline.kafka, pipeline.topic, thirds[0])
+        while group_lag(pipeline.kafka, pipeline.group, pipeline.topic) in (None, 120):
+            alive([first])
+            time.sleep(0.2)
+        second = pipeline.start_worker(tmp_path, commit_every_records="10")  # joins: rebalance
+        publish_events(pipeline.kafka, pipeline.topic, thirds[1])
+        lag_when_leaving = group_lag(pipeline.kafka, pipeline.group, pipeline.topic)
+        assert first.stop() == 0  # leaves mid-work: revoked partitions commit what is done
+        assert lag_when_leaving
+        publish_events(pipeline.kafka, pipeline.topic, thirds[2])
+        remaining = second
+        wait_for_lag_zero(pipeline.kafka, pipeline.group, pipeline.topic,
+                          check=lambda: alive([remaining]))
+        assert second.stop() == 0
+    finally:
+        first.kill()
+        if second is not None:
+            second.kill()
+    assert_index_equals(pipeline_store, basecamp_expected)

@@ -1,17 +1,31 @@
-"""The embedded worker as a long-running process: the local queue into the SQLite index.
+"""``policy-indexer run`` in the embedded mode: the whole pipeline in one process.
 
-``run_embedded`` is what ``policy-indexer run`` does with ``pipeline=embedded``
-(so far the worker, ``/metrics`` and ``/healthz``; the folder watcher, webhook
-receiver, monitor and scheduler of issue 8 join it later). It prints the mode
-and where everything is, and runs until SIGTERM or SIGINT, then commits what is
-done and exits. ``policy-indexer replay`` run beside it only queues, and waits
-for this process to index.
+In threads of one process, all on the SQLite files under ``embedded_dir``:
+
+- the queue worker (local queue -> chunker -> SQLite index, the delete step);
+- the folder watcher, when the source is a folder (``POLICY_INDEXER_SOURCE_KIND=folder``,
+  ``POLICY_INDEXER_SOURCE_PATH=DIR``): every change of the folder becomes a
+  change event in the queue, and changes made while stopped are sent at start;
+- the webhook receiver, when ``POLICY_INDEXER_WEBHOOK_SECRETS`` is set (it
+  refuses unsigned requests, so without a secret it is not started);
+- the freshness monitor and the scheduler (nightly reconcile, hourly sweep,
+  SQLite lease), when a source is configured (they compare the index with it);
+- one ``/metrics`` (every part's metrics, one registry) and ``/healthz`` on
+  ``metrics_host:metrics_port``.
+
+It prints the mode and where everything listens or lives, logs the progress
+of the first full indexing, and runs until SIGTERM or SIGINT. Then it stops
+the producers first (scheduler, monitor, watcher, webhook), then the worker,
+which commits what it has done; each part gets a bounded wait. Exit status
+0 after a signal; 1 (a ``ClickException``) when a part cannot start or dies.
 """
 
 from __future__ import annotations
 
 import signal
+import threading
 from collections.abc import Callable
+from contextlib import ExitStack
 from types import FrameType
 
 import click
@@ -22,49 +36,130 @@ from consumers.health import HealthServer
 from consumers.retry import HealthState
 from metrics.definitions import WorkerMetrics
 from policy_indexer import __version__
-from policy_indexer.embedded import Embedded, index_path, queue_path
+from policy_indexer.embedded import Embedded, WorkerThread, index_path, queue_path
+from policy_indexer.embedded_parts import MonitorThread, PartError, Scheduler, WebhookThread
+from policy_indexer.first_indexing import FirstIndexing
+from policy_indexer.folder_watch import start_folder_watcher, watched_folder
 from policy_indexer.settings import Settings
+from reindex.errors import LeaseError
+from sources.errors import SourceError
+from sources.watch import WatcherThread
 from store.errors import StoreError
 from transport.local_queue import ConsumerBusy, QueueError
 
 log = structlog.get_logger(__name__)
 
+WORKER_STOP_TIMEOUT_S = 30.0
+NO_SOURCE = ("off (no source: set POLICY_INDEXER_SOURCE_KIND=folder and "
+             "POLICY_INDEXER_SOURCE_PATH=DIR)")
+
 
 def run_embedded(
     settings: Settings, *, checkpoint: Callable[[str], None] = lambda _step: None
 ) -> None:
-    registry = CollectorRegistry()
-    metrics = WorkerMetrics.create(registry)
-    health = HealthState()
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("stop requested", signal=signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        _run(settings, stop, checkpoint)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _run(settings: Settings, stop: threading.Event, checkpoint: Callable[[str], None]) -> None:
     try:
         embedded = Embedded.open(settings)
     except (StoreError, QueueError) as exc:
         raise click.ClickException(f"cannot open the embedded mode: {exc}") from exc
+    with ExitStack() as parts:  # stopped in reverse order of start
+        parts.callback(embedded.close)
+        try:
+            worker, lines = _start(settings, embedded, parts, stop, checkpoint)
+        except (PartError, SourceError, StoreError, QueueError, LeaseError, ValueError) as exc:
+            raise click.ClickException(f"policy-indexer run cannot start: {exc}") from exc
+        click.echo("\n".join(lines))
+        while not stop.wait(0.5):
+            if not worker.is_alive():
+                why = repr(worker.error) if worker.error else "it stopped"
+                raise click.ClickException(f"the queue worker ended: {why}")
+        log.info("stopping")
+    log.info("stopped")
+
+
+def _start(
+    settings: Settings,
+    embedded: Embedded,
+    parts: ExitStack,
+    stop: threading.Event,
+    checkpoint: Callable[[str], None],
+) -> tuple[WorkerThread, list[str]]:
+    """Start every part, registering its stop in ``parts``; returns the banner lines."""
+    registry = CollectorRegistry()
+    health = HealthState()
     try:
-        try:
-            worker = embedded.worker(metrics, health=health, checkpoint=checkpoint)
-        except ConsumerBusy as exc:
-            raise click.ClickException(f"another policy-indexer already runs here: {exc}") from exc
-
-        def on_signal(signum: int, _frame: FrameType | None) -> None:
-            log.info("stop requested", signal=signal.Signals(signum).name)
-            worker.request_stop()
-
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
+        worker = WorkerThread(embedded.worker(
+            WorkerMetrics.create(registry), health=health, checkpoint=checkpoint))
+    except ConsumerBusy as exc:
+        raise PartError(f"another policy-indexer already runs here: {exc}") from exc
+    try:
         server = HealthServer(settings.metrics_host, settings.metrics_port, registry, health)
-        server.start()
-        click.echo(
-            f"policy-indexer {__version__}: embedded mode (one process, no servers)\n"
-            f"  index:   {index_path(settings)} (SQLite, FTS5)\n"
-            f"  queue:   {queue_path(settings)} (topic {embedded.topic!r})\n"
-            f"  metrics: http://{settings.metrics_host}:{server.port}/metrics  "
-            f"health: /healthz\n"
-            f"  feed it: policy-indexer replay FILE.jsonl[.gz]   see it: policy-indexer status",
-        )
-        try:
-            worker.run()
-        finally:
-            server.stop()
-    finally:
-        embedded.close()
+    except OSError as exc:
+        raise PartError(f"/metrics cannot listen on {settings.metrics_host}:"
+                        f"{settings.metrics_port} (POLICY_INDEXER_METRICS_PORT): {exc}") from exc
+    parts.callback(server.stop)
+    server.start()
+    parts.callback(worker.stop, WORKER_STOP_TIMEOUT_S)
+    worker.start()
+    lines = [
+        f"policy-indexer {__version__}: embedded mode (one process, no servers)",
+        f"  index:     {index_path(settings)} (SQLite, FTS5)",
+        f"  queue:     {queue_path(settings)} (topic {embedded.topic!r})",
+        f"  metrics:   http://{settings.metrics_host}:{server.port}/metrics  health: /healthz",
+    ]
+    lines.append(f"  webhook:   {_start_webhook(settings, embedded, registry, parts)}")
+    watcher = _start_watcher(settings, embedded, parts)
+    folder = watched_folder(settings)
+    lines.append(f"  watching:  {folder} (state {settings.embedded_dir})" if watcher
+                 else f"  watching:  {NO_SOURCE}")
+    progress = FirstIndexing(embedded, watcher, click.echo).start()
+    parts.callback(progress.stop)
+    if settings.source_kind is None:
+        lines += [f"  monitor:   {NO_SOURCE}", f"  scheduler: {NO_SOURCE}"]
+    else:
+        monitor = MonitorThread(settings, registry).start()
+        parts.callback(monitor.stop)
+        lines.append(f"  monitor:   {settings.source_kind} source, every {monitor.interval_s:g} s")
+        sched = Scheduler.start(settings, registry)
+        parts.callback(sched.stop)
+        lines.append(f"  scheduler: reconcile {settings.reindex_cron!r} "
+                     f"({settings.reindex_timezone}, next {sched.next_reconcile()}), "
+                     f"sweep every {settings.sweep_interval_seconds:g} s")
+    lines.append("  see it:    policy-indexer status (same POLICY_INDEXER_* settings)   "
+                 "stop: Ctrl-C or SIGTERM")
+    return worker, lines
+
+
+def _start_webhook(settings: Settings, embedded: Embedded, registry: CollectorRegistry,
+                   parts: ExitStack) -> str:
+    if not settings.webhook_secrets:
+        return "off (no POLICY_INDEXER_WEBHOOK_SECRETS: it only accepts signed requests)"
+    try:
+        receiver = WebhookThread(settings, embedded.publisher(), registry)
+    except click.ClickException as exc:  # a secret too short
+        raise PartError(exc.message) from exc
+    receiver.start()
+    parts.callback(receiver.stop)
+    return f"{receiver.url}/webhooks/cms (signed, into the local queue)"
+
+
+def _start_watcher(settings: Settings, embedded: Embedded,
+                   parts: ExitStack) -> WatcherThread | None:
+    watcher = start_folder_watcher(settings, embedded)
+    if watcher is not None:
+        parts.callback(watcher.stop)
+    return watcher

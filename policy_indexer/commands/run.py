@@ -1,8 +1,8 @@
 """``policy-indexer run``: start the pipeline.
 
 With ``POLICY_INDEXER_PIPELINE=kafka`` it starts the indexing worker(s): Kafka
-consumer group -> chunker -> Elasticsearch. The embedded mode (SQLite and a
-local queue, issue 8) is not built yet; asking for it says so and exits non-zero.
+consumer group -> chunker -> Elasticsearch. With ``pipeline=embedded`` (the
+default) it runs the whole pipeline in one process: ``policy_indexer.embedded_run``.
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ from policy_indexer.settings import Settings
 from store.elasticsearch import ElasticsearchStore
 
 log = structlog.get_logger(__name__)
-
-MISSING_EMBEDDED = "the embedded SQLite store and local queue (issue 8)"
 
 
 def kill_hook(spec: str | None) -> Callable[[str], None]:
@@ -130,13 +128,11 @@ def _child(settings: Settings, port: int) -> None:
 def run(settings: Settings, processes: int | None) -> None:
     """Run the indexing pipeline (embedded by default; PIPELINE=kafka for the workers)."""
     if settings.pipeline == "embedded":
-        raise click.ClickException(
-            "the embedded pipeline cannot run yet; still missing:\n"
-            f"  - {MISSING_EMBEDDED}\n"
-            "To run the Kafka + Elasticsearch workers set POLICY_INDEXER_PIPELINE=kafka "
-            f"(Kafka: {settings.kafka_bootstrap_servers}, "
-            f"Elasticsearch: {settings.elasticsearch_url})."
-        )
+        # Imported here: embedded_run's parts import commands.reindex, which imports this module.
+        from policy_indexer.embedded_run import run_embedded  # noqa: PLC0415
+
+        run_embedded(settings, checkpoint=kill_hook(settings.worker_kill_at))
+        return
     ensure_topics(settings.kafka_bootstrap_servers,
                   [settings.kafka_topic, settings.kafka_dead_letter_topic],
                   partitions=settings.kafka_partitions)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
@@ -11,14 +12,30 @@ from click.testing import CliRunner
 from policy_indexer.cli import main
 
 
-def test_run_in_embedded_mode_says_what_is_missing_and_how_to_run_the_workers(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    ("setting", "value", "named"),
+    [
+        ("POLICY_INDEXER_SOURCE_PATH", "no-such-library", "no-such-library"),
+        ("POLICY_INDEXER_WEBHOOK_SECRETS", '["too-short"]', "webhook secret #1"),
+    ],
+)
+def test_run_in_embedded_mode_names_what_keeps_it_from_starting_and_gives_signals_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str, value: str, named: str
 ) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "library").mkdir()
     monkeypatch.setenv("POLICY_INDEXER_PIPELINE", "embedded")
+    monkeypatch.setenv("POLICY_INDEXER_EMBEDDED_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("POLICY_INDEXER_METRICS_PORT", "0")
+    monkeypatch.setenv("POLICY_INDEXER_WEBHOOK_PORT", "0")
+    monkeypatch.setenv("POLICY_INDEXER_SOURCE_KIND", "folder")
+    monkeypatch.setenv("POLICY_INDEXER_SOURCE_PATH", "library")
+    monkeypatch.setenv(setting, value)
+    handlers = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     result = CliRunner().invoke(main, ["run"])
-    assert result.exit_code == 1
-    assert "issue 8" in result.output
-    assert "POLICY_INDEXER_PIPELINE=kafka" in result.output
+    assert result.exit_code == 1, result.output
+    assert "policy-indexer run cannot start" in result.output and named in result.output
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == handlers
 
 
 def test_a_bad_pipeline_setting_names_the_key_and_value(monkeypatch: pytest.MonkeyPatch) -> None:

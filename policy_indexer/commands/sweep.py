@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import click
+from elastic_transport import TransportError
+from elasticsearch import ApiError
 
 from deleter.sweep import sweep as run_sweep
 from policy_indexer.commands.run import open_store
@@ -23,9 +25,16 @@ def sweep(settings: Settings, dry_run: bool, grace_seconds: float | None) -> Non
     grace = settings.sweep_grace_seconds if grace_seconds is None else grace_seconds
     store = open_store(settings)
     try:
+        if not store.client.indices.exists_alias(name=store.names.chunks):
+            raise click.ClickException(
+                f"no chunk index {store.names.chunks!r} at {settings.elasticsearch_url} "
+                f"(index_prefix={settings.index_prefix!r}): nothing to sweep"
+            )
         report = run_sweep(store, grace=timedelta(seconds=grace), dry_run=dry_run)
-    except StoreError as exc:
-        raise click.ClickException(f"sweep failed: {exc}") from exc
+    except (StoreError, ApiError, TransportError) as exc:
+        raise click.ClickException(
+            f"sweep failed against {settings.elasticsearch_url}: {exc}"
+        ) from exc
     finally:
         store.close()
     verb = "would delete" if dry_run else "deleted"

@@ -29,6 +29,7 @@ from contextlib import ExitStack
 from types import FrameType
 
 import click
+import pydantic
 import structlog
 from prometheus_client import CollectorRegistry
 
@@ -81,7 +82,7 @@ def _run(settings: Settings, stop: threading.Event, checkpoint: Callable[[str], 
         try:
             worker, lines = _start(settings, embedded, parts, stop, checkpoint)
         except (PartError, SourceError, StoreError, QueueError, LeaseError, ValueError) as exc:
-            raise click.ClickException(f"policy-indexer run cannot start: {exc}") from exc
+            raise click.ClickException(f"policy-indexer run cannot start: {_reason(exc)}") from exc
         click.echo("\n".join(lines))
         while not stop.wait(0.5):
             if not worker.is_alive():
@@ -89,6 +90,13 @@ def _run(settings: Settings, stop: threading.Event, checkpoint: Callable[[str], 
                 raise click.ClickException(f"the queue worker ended: {why}")
         log.info("stopping")
     log.info("stopped")
+
+
+def _reason(exc: Exception) -> str:
+    """The message alone for a settings error (pydantic's has its input dump and a URL)."""
+    if isinstance(exc, pydantic.ValidationError):
+        return "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+    return str(exc)
 
 
 def _start(
@@ -159,7 +167,10 @@ def _start_webhook(settings: Settings, embedded: Embedded, registry: CollectorRe
 
 def _start_watcher(settings: Settings, embedded: Embedded,
                    parts: ExitStack) -> WatcherThread | None:
-    watcher = start_folder_watcher(settings, embedded)
+    try:
+        watcher = start_folder_watcher(settings, embedded)
+    except SourceError as exc:
+        raise PartError(f"{exc} (POLICY_INDEXER_SOURCE_PATH={settings.source_path!r})") from exc
     if watcher is not None:
         parts.callback(watcher.stop)
     return watcher

@@ -15,6 +15,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from consumers.errors import TransientError
+from transport.kafka_producer import KAFKA_MAX_MESSAGE_BYTES
 
 Headers = list[tuple[str, bytes]]
 
@@ -23,10 +24,12 @@ def make_producer(bootstrap: str, **overrides: Any) -> KafkaProducer:
     options: dict[str, Any] = {
         "bootstrap_servers": bootstrap.split(","),
         "acks": "all",
+        # Idempotent: a retried send is never written twice, and per-key order holds.
+        "enable_idempotence": True,
         "linger_ms": 5,
-        "retries": 5,
-        "max_in_flight_requests_per_connection": 1,  # keeps per-key order on retries
+        "max_in_flight_requests_per_connection": 1,
         "request_timeout_ms": 15000,
+        "max_request_size": KAFKA_MAX_MESSAGE_BYTES,
     }
     options.update(overrides)
     return KafkaProducer(**options)
@@ -42,6 +45,8 @@ def make_consumer(bootstrap: str, group_id: str, **overrides: Any) -> KafkaConsu
         "session_timeout_ms": 10000,
         "heartbeat_interval_ms": 2000,
         "max_poll_interval_ms": 300000,
+        "max_partition_fetch_bytes": KAFKA_MAX_MESSAGE_BYTES,
+        "fetch_max_bytes": 4 * KAFKA_MAX_MESSAGE_BYTES,
     }
     options.update(overrides)
     return KafkaConsumer(**options)
@@ -65,13 +70,24 @@ def publish(
 
 
 def ensure_topics(bootstrap: str, topics: Sequence[str], partitions: int = 3) -> None:
-    """Create the topics if missing (tests, local set-up)."""
+    """Create the topics if missing, sized for the largest change event.
+
+    A topic that already exists keeps its configuration: check its
+    ``max.message.bytes`` (docs/indexing.md).
+    """
     admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","))
     try:
         for topic in topics:
             with contextlib.suppress(TopicAlreadyExistsError):
                 admin.create_topics(
-                    [NewTopic(name=topic, num_partitions=partitions, replication_factor=1)]
+                    [
+                        NewTopic(
+                            name=topic,
+                            num_partitions=partitions,
+                            replication_factor=1,
+                            topic_configs={"max.message.bytes": str(KAFKA_MAX_MESSAGE_BYTES)},
+                        )
+                    ]
                 )
     finally:
         admin.close()

@@ -47,7 +47,10 @@ class KafkaDeadLetterSink:
         self.topic = topic
 
     def send(self, letter: DeadLetter) -> None:
-        publish(self.producer, self.topic, key=letter.key, value=letter.value,
+        # Kafka allows a record with neither key nor value; kafka-python refuses to
+        # send one, so such a poison record is dead-lettered with an empty value.
+        value = letter.value if letter.value is not None or letter.key is not None else b""
+        publish(self.producer, self.topic, key=letter.key, value=value,
                 headers=letter.headers())
 
 

@@ -33,6 +33,9 @@ log = structlog.get_logger(__name__)
 
 # How much longer than the producer's own delivery timeout we wait for its verdict.
 _VERDICT_GRACE_SECONDS = 2.0
+# The largest change event a topic must hold: a 10 MiB webhook body plus the event's
+# own fields. Kafka's default (~1 MiB) would refuse every large policy document.
+KAFKA_MAX_MESSAGE_BYTES = 11 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ class KafkaPublisherConfig:
     topic: str
     timeout_seconds: float = 5.0
     # The topic's max.message.bytes must be at least this (Kafka's default is ~1 MB).
-    max_message_bytes: int = 11 * 1024 * 1024
+    max_message_bytes: int = KAFKA_MAX_MESSAGE_BYTES
     reconnect_interval_seconds: float = 1.0
     client_id: str = "policy-indexer-publisher"
 

@@ -76,3 +76,45 @@ def test_an_event_from_kafka_becomes_a_searchable_chunk(
     }
     # v1 is indexed, or skipped when v2 came in the same polled batch.
     assert outcomes["indexed"] >= 1 and sum(outcomes.values()) == 2
+
+
+def test_a_document_over_kafkas_default_1_mb_limit_is_published_and_indexed(
+    kafka_bootstrap: str, es_store: ElasticsearchStore, unique: str
+) -> None:
+    """Topics, producer and consumer are sized for 10 MB documents, not Kafka's 1 MB default."""
+    from chunker import chunk_document
+
+    topic, dlq, group = f"{unique}-changes", f"{unique}-dlq", f"{unique}-group"
+    ensure_topics(kafka_bootstrap, [topic, dlq], partitions=1)
+    sentence = "Refunds for annual plans are prorated to the day of cancellation. "
+    content = "\n\n".join(
+        f"## Section {i}\n\n" + sentence * 160 for i in range(300)
+    )  # about 3.2 MB
+    assert len(content.encode()) > 3_000_000
+    producer = make_producer(kafka_bootstrap)
+    worker = KafkaWorker(
+        make_consumer(kafka_bootstrap, group),
+        topic,
+        EventProcessor(es_store),
+        KafkaDeadLetterSink(producer, dlq),
+        metrics=WorkerMetrics.create(CollectorRegistry()),
+        commit=CommitPolicy(max_records=1, max_interval_s=0.2),
+    )
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        publish_events(kafka_bootstrap, topic, [
+            ChangeEvent(event_id="big", document_id="annual-terms", action=Action.UPSERT,
+                        version=1, changed_at=datetime(2024, 3, 1, tzinfo=UTC),
+                        content_type="text/markdown", content=content),
+        ])
+        wait_for_lag_zero(kafka_bootstrap, group, topic, timeout_s=120)
+    finally:
+        worker.request_stop()
+        thread.join(timeout=30)
+        producer.close()
+        delete_topics(kafka_bootstrap, [topic, dlq])
+    es_store.refresh()
+    expected = {c.chunk_id for c in chunk_document("annual-terms", 1, content)}
+    assert len(expected) >= 300
+    assert {r.chunk_id for r in es_store.iter_chunks()} == expected

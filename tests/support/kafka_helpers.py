@@ -18,15 +18,18 @@ def publish_events(
     """Publish events keyed by document id (or raw (key, value) pairs); wait for acks."""
     producer = make_producer(bootstrap)
     sent = 0
+    futures = []
     try:
         for event in events:
             if isinstance(event, ChangeEvent):
                 key, value = event.document_id.encode(), event.to_json_bytes()
             else:
                 key, value = event
-            producer.send(topic, key=key, value=value)
+            futures.append(producer.send(topic, key=key, value=value))
             sent += 1
         producer.flush(timeout=60)
+        for future in futures:
+            future.get(timeout=60)  # a refused record raises here instead of vanishing
     finally:
         producer.close(timeout=10)
     return sent

@@ -24,7 +24,7 @@ from chunker.merge import plan_units
 from chunker.metadata import merge_metadata, parse_front_matter
 from chunker.model import Chunk, DocumentMetadata, Neighbours, chunk_id
 from chunker.policy import SizePolicy
-from chunker.sections import Section, SlugRegistry, build_sections
+from chunker.sections import Section, SlugRegistry, build_sections, path_title
 from chunker.split import Part, split_unit
 from chunker.tokens import SpanCounter, count_tokens
 
@@ -77,7 +77,7 @@ def chunk_document(
             first_chunk[index] = _chunk_at(drafts, len(kept), sections[index].start)
     ids = [chunk_id(document_id, version, draft.slug) for draft in drafts]
     related = _related(text, sections, drafts, first_chunk)
-    root = meta.title or document_id
+    root = path_title(meta.title or document_id)
     return [
         _chunk(
             text,

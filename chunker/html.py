@@ -9,6 +9,7 @@ The parser is lenient: unclosed or stray tags never raise.
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 
 from chunker.blocks import Block, ParsedDocument
@@ -41,6 +42,16 @@ _BLOCKS = frozenset(
     }
 )
 _SKIP = frozenset({"script", "style", "template", "head"})
+# html.parser rescans to the end of the text for every start tag that never
+# closes ("<a <a <a ..." is quadratic). Such a "<" is text anyway: it is read as
+# a NUL (same length, so offsets hold; chunk_document refuses real NULs) and
+# given back as "<" in the text. The lookahead stops at the next "<": linear.
+_UNCLOSED_TAG = re.compile(r"<(?=[A-Za-z])(?![A-Za-z][^<>]*>)")
+_PLACEHOLDER = "\x00"
+
+
+def _defuse(html: str) -> str:
+    return _UNCLOSED_TAG.sub(_PLACEHOLDER, html)
 
 
 class _Offsets:
@@ -86,7 +97,7 @@ class _BlockReader(HTMLParser):
         elif self.heading is not None and tag in _HEADINGS:
             level, start, parts, ids = self.heading
             end = self.text.find(">", self._here()) + 1 or len(self.text)
-            title = " ".join("".join(parts).split())
+            title = " ".join("".join(parts).replace(_PLACEHOLDER, "<").split())
             self.blocks.append(Block("heading", start, end, level, title, anchors=tuple(ids)))
             self.heading = None
 
@@ -122,11 +133,11 @@ class _TextReader(HTMLParser):
 
 def parse_html(text: str) -> ParsedDocument:
     reader = _BlockReader(text)
-    reader.feed(text)
+    reader.feed(_defuse(text))
     reader.close()
     if reader.heading is not None:  # an unclosed heading runs to the end
         level, start, parts, ids = reader.heading
-        heading = " ".join("".join(parts).split())
+        heading = " ".join("".join(parts).replace(_PLACEHOLDER, "<").split())
         reader.blocks.append(Block("heading", start, len(text), level, heading, anchors=tuple(ids)))
     blocks = sorted(reader.blocks, key=lambda block: block.start)
     named = next((title for title in reader.titles if title), None)
@@ -148,7 +159,7 @@ def _dedupe(blocks: list[Block]) -> list[Block]:
 def html_to_text(fragment: str) -> str:
     """The text of an HTML fragment: tags dropped, entities decoded, blocks on their own lines."""
     reader = _TextReader()
-    reader.feed(fragment)
+    reader.feed(_defuse(fragment))
     reader.close()
-    lines = ("".join(reader.parts)).split("\n")
+    lines = "".join(reader.parts).replace(_PLACEHOLDER, "<").split("\n")
     return "\n".join(" ".join(line.split()) for line in lines if line.strip())

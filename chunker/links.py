@@ -16,8 +16,13 @@ from urllib.parse import unquote
 
 from chunker.sections import Section, kramdown_slug
 
+# Every repetition is bounded (or stops at a character the next part needs),
+# so that no input makes a search quadratic.
 _LINK = re.compile(
-    r"""\]\(\s*<?#([^)\s>]+)|href\s*=\s*["']#([^"']+)["']|^\s*\[[^\]]+\]:\s*#(\S+)""", re.M
+    r"""\]\([ \t]{0,8}<?#([^)\s>]{1,200})"""
+    r"""|href[ \t]{0,8}=[ \t]{0,8}["']#([^"'\s]{1,200})["']"""
+    r"""|^[ \t]{0,3}\[[^\]\n]{1,200}\]:[ \t]{0,8}#(\S{1,200})""",
+    re.M,
 )
 EXCEPTION_WORDS = re.compile(
     r"\b(?:exceptions?|exclusions?|excluded|exemptions?|limitations?|carve[- ]outs?|"

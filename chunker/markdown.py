@@ -20,8 +20,11 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from chunker.blocks import Block, ParsedDocument
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+# bounded repetitions: no input makes the search quadratic
 _ANCHOR_DEF = re.compile(
-    r"""<a\s[^>]*?\b(?:id|name)\s*=\s*["']([^"']+)["']|\{:?\s*#([\w\-:.]+)\s*\}""", re.IGNORECASE
+    r"""<a\s[^<>]{0,200}?\b(?:id|name)[ \t]{0,8}=[ \t]{0,8}["']([^"'<>\s]{1,200})["']"""
+    r"""|\{:?[ \t]{0,8}#([\w\-:.]{1,200})[ \t]{0,8}\}""",
+    re.IGNORECASE,
 )
 _INLINE_MARKUP = re.compile(r"[\\`*_\[\]<>!&{]")
 _KINDS = {

@@ -9,6 +9,7 @@ Keys present in the caller's mapping win, including an explicit ``None``.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Mapping
 
 import yaml
@@ -27,6 +28,8 @@ def parse_front_matter(source: str) -> dict[str, object]:
         data = yaml.safe_load(source)
     except yaml.YAMLError as exc:
         raise InvalidFrontMatter(f"front matter is not valid YAML: {exc}") from exc
+    except RecursionError as exc:  # PyYAML builds nested collections recursively
+        raise InvalidFrontMatter("front matter nests collections too deeply to read") from exc
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -79,5 +82,9 @@ def _listify(name: str, value: object) -> object:
 
 
 def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    """A bounded repr: a value built from YAML aliases can be huge."""
+    bounded = reprlib.Repr()
+    bounded.maxlevel, bounded.maxlist, bounded.maxdict = 2, 4, 4
+    bounded.maxstring = bounded.maxother = 60
+    text = bounded.repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."

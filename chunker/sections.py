@@ -17,6 +17,9 @@ from chunker.blocks import Block
 _NOT_SLUG = re.compile(r"[^\w\- ]")
 _KRAMDOWN_DROP = re.compile(r"[^a-z0-9 \-]")
 _MAX_SLUG = 80
+# A heading path is context repeated in every chunk's embed text: a heading of
+# a megabyte would be copied into each part. Longer titles are cut at a word.
+MAX_PATH_TITLE = 200
 PREAMBLE_SLUG = "_preamble"
 
 
@@ -33,6 +36,14 @@ class Section:
     parent: int | None
     slug: str = ""
     children: list[int] = field(default_factory=list)
+
+
+def path_title(title: str) -> str:
+    """``title`` as it appears in heading paths: at most ``MAX_PATH_TITLE`` characters."""
+    if len(title) <= MAX_PATH_TITLE:
+        return title
+    cut = title.rfind(" ", 0, MAX_PATH_TITLE)
+    return title[: cut if cut > 0 else MAX_PATH_TITLE - 1].rstrip() + "…"
 
 
 def github_slug(title: str) -> str:
@@ -100,7 +111,7 @@ def build_sections(
             index=len(sections),
             level=block.level,
             title=block.title,
-            path=(*above, block.title),
+            path=(*above, path_title(block.title)),
             start=block.start,
             own_end=body_end,
             end=body_end,

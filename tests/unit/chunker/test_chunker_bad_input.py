@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chunker import InvalidContent, SizePolicy, chunk_document
+from chunker import InvalidContent, InvalidFrontMatter, SizePolicy, chunk_document
 from chunker.invariants import problems
 
 POLICY = SizePolicy()
@@ -87,6 +87,61 @@ def test_an_unclosed_fence_runs_to_the_end_and_hides_headings() -> None:
 )  # fmt: skip
 def test_deep_nesting_and_long_runs_give_a_correct_result(doc: str) -> None:
     _correct(doc)
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        "# a\n" + "\n" * 100_000 + "b\n",  # was quadratic in the anchor-link search
+        "<a " * 50_000,
+        "href='#" * 50_000,
+        "{#" * 50_000,
+        "[x" * 50_000,
+        "a\n===\n" * 5_000,
+        "# " + "word " * 50_000 + "\n\ntext\n",
+    ],
+    ids=["blank-lines", "anchor-spam", "href-spam", "brace-spam", "bracket-spam", "setext-spam",
+         "huge-heading"],
+)  # fmt: skip
+def test_repetitive_input_is_linear_and_correct(doc: str) -> None:
+    _correct(doc)
+
+
+def test_a_huge_heading_is_cut_in_the_path_but_kept_whole_in_the_text() -> None:
+    doc = "# " + "word " * 50_000 + "\n\ntext\n"
+    chunks = chunk_document("bad", 1, doc)
+    assert all(len(c.heading_path[-1]) <= 200 for c in chunks)
+    assert chunks[0].heading_path[-1].endswith("word…")
+    assert problems(doc, chunks, POLICY) == []
+
+
+@pytest.mark.parametrize(
+    "doc",
+    ["<" * 100_000, "<a " * 50_000, "<!--" + "x" * 100_000, "<div>" * 20_000 + "x",
+     "<h1>" + "word " * 50_000, "<p>if a <b and 1 <2</p>"],
+    ids=["lt", "unclosed-tags", "open-comment", "divs", "open-heading", "stray-lt"],
+)  # fmt: skip
+def test_hostile_html_is_linear_and_correct(doc: str) -> None:
+    chunks = chunk_document("bad", 1, doc, content_type="text/html")
+    assert problems(doc, chunks, POLICY) == []
+    assert chunks
+
+
+def test_deeply_nested_front_matter_is_a_typed_error() -> None:
+    doc = "---\nk: " + "[" * 5_000 + "]" * 5_000 + "\n---\n# x\n"
+    with pytest.raises(InvalidFrontMatter, match="nests collections too deeply"):
+        chunk_document("bad", 1, doc)
+
+
+def test_yaml_aliases_cannot_blow_up_the_error_message() -> None:
+    levels = "".join(
+        f"{b}: &{b} [{', '.join('*' + a for _ in range(9))}]\n"
+        for a, b in zip("abcdef", "bcdefg", strict=True)
+    )
+    doc = f"---\na: &a [x, x, x, x, x, x, x, x, x]\n{levels}keywords: *g\n---\n# x\n"
+    with pytest.raises(InvalidFrontMatter, match="'keywords'") as error:
+        chunk_document("bad", 1, doc)
+    assert len(str(error.value)) < 500
 
 
 @pytest.mark.parametrize(

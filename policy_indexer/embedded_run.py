@@ -80,7 +80,7 @@ def _run(settings: Settings, stop: threading.Event, checkpoint: Callable[[str], 
     with ExitStack() as parts:  # stopped in reverse order of start
         parts.callback(embedded.close)
         try:
-            worker, lines = _start(settings, embedded, parts, stop, checkpoint)
+            worker, lines = _start(settings, embedded, parts, checkpoint)
         except (PartError, SourceError, StoreError, QueueError, LeaseError, ValueError) as exc:
             raise click.ClickException(f"policy-indexer run cannot start: {_reason(exc)}") from exc
         click.echo("\n".join(lines))
@@ -103,7 +103,6 @@ def _start(
     settings: Settings,
     embedded: Embedded,
     parts: ExitStack,
-    stop: threading.Event,
     checkpoint: Callable[[str], None],
 ) -> tuple[WorkerThread, list[str]]:
     """Start every part, registering its stop in ``parts``; returns the banner lines."""

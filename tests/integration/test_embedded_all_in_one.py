@@ -128,3 +128,23 @@ def test_run_indexes_the_library_serves_all_metrics_follows_edits_and_stops_on_s
 
     assert stop(run.process) == 0, run.process.output
     assert run.process.said('"event": "stopped"'), run.process.output
+
+
+def test_run_with_no_configuration_says_which_parts_are_off_and_how_to_turn_them_on(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    process = start_run(tmp_path, clean_env(metrics_port=str(port)), [CLI, "run"])
+    try:
+        within(30, lambda: process.said("stop: Ctrl-C") or process.popen.poll() is not None,
+               "the start lines")
+        assert process.popen.poll() is None, process.output
+        for part in ("webhook:   off (no POLICY_INDEXER_WEBHOOK_SECRETS",
+                     "watching:  off (no source: set POLICY_INDEXER_SOURCE_KIND=folder",
+                     "monitor:   off", "scheduler: off"):
+            assert part in process.output, process.output
+        assert (tmp_path / ".policy-indexer" / "queue.sqlite3").exists()
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+        assert stop(process) == 0, process.output
+    finally:
+        process.close()

@@ -86,13 +86,19 @@ def build_scheduler(
         "replace_existing": True,
     }
     nightly = CronTrigger.from_crontab(cron, timezone=zone)
-    missed = previous_occurrence(nightly, datetime.now(zone))
+    now = datetime.now(zone)
+    missed = previous_occurrence(nightly, now)
+    common_reconcile = common
     if missed is not None and (last_attempt is None or last_attempt < missed):
-        common_reconcile = {**common, "next_run_time": missed}
-        log.warning("the last reconcile occurrence has not run; catching up if within grace",
-                    occurrence=missed.isoformat())
-    else:
-        common_reconcile = common
+        if now - missed <= misfire_grace:
+            common_reconcile = {**common, "next_run_time": missed}
+            log.warning("the last reconcile occurrence has not run; running it now",
+                        occurrence=missed.isoformat())
+        elif last_attempt is not None:
+            # Beyond the grace: skipped, as APScheduler would. The 26-hour alert
+            # fires if no later run succeeds. (A fresh install has nothing to catch up.)
+            log.warning("the last reconcile occurrence was missed beyond the grace; "
+                        "the next one runs as scheduled", occurrence=missed.isoformat())
     sched.add_job(
         _guarded(RECONCILE, runner.reconcile), nightly,
         id=RECONCILE, name=f"reconcile ({cron} {timezone})", **common_reconcile,

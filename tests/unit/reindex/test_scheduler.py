@@ -111,12 +111,10 @@ def cron_at(moment: datetime) -> str:
     return f"{moment.minute} {moment.hour} * * *"
 
 
-@pytest.mark.parametrize(("minutes_ago", "runs"), [(10, True), (45, False)])
 def test_an_occurrence_missed_while_no_scheduler_ran_is_caught_up_within_the_grace(
-    runner: JobRunner, minutes_ago: int, runs: bool
+    runner: JobRunner,
 ) -> None:
-    occurrence = (datetime.now(PARIS) - timedelta(minutes=minutes_ago)).replace(second=0,
-                                                                               microsecond=0)
+    occurrence = (datetime.now(PARIS) - timedelta(minutes=10)).replace(second=0, microsecond=0)
     sched = BackgroundScheduler(timezone=PARIS)
     build_scheduler(runner, cron=cron_at(occurrence), timezone="Europe/Paris",
                     sweep_interval=timedelta(hours=1), misfire_grace=timedelta(minutes=30),
@@ -127,7 +125,26 @@ def test_an_occurrence_missed_while_no_scheduler_ran_is_caught_up_within_the_gra
         assert outcome.wait(30)
     finally:
         sched.shutdown(wait=True)
-    assert len(runner.run_log.recent("reconcile")) == (1 if runs else 0)
+    assert len(runner.run_log.recent("reconcile")) == 1
+
+
+@pytest.mark.parametrize("last_attempt_days_ago", [1, None])
+def test_an_occurrence_missed_beyond_the_grace_is_not_run_and_the_next_one_is_kept(
+    runner: JobRunner, last_attempt_days_ago: int | None
+) -> None:
+    """Beyond the grace (or on a fresh install) nothing runs at start and nothing errors."""
+    occurrence = (datetime.now(PARIS) - timedelta(minutes=45)).replace(second=0, microsecond=0)
+    last = None if last_attempt_days_ago is None else occurrence - timedelta(days=1)
+    sched = BackgroundScheduler(timezone=PARIS)
+    build_scheduler(runner, cron=cron_at(occurrence), timezone="Europe/Paris",
+                    sweep_interval=timedelta(hours=1), misfire_grace=timedelta(minutes=30),
+                    scheduler=sched, last_attempt=last)
+    sched.start(paused=True)
+    try:
+        assert sched.get_job("reconcile").next_run_time == occurrence + timedelta(days=1)
+    finally:
+        sched.shutdown(wait=True)
+    assert runner.run_log.recent("reconcile") == []
 
 
 def test_no_catch_up_when_the_occurrence_already_ran(runner: JobRunner) -> None:

@@ -159,6 +159,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--elasticsearch", metavar="URL",
                         help="also scan a real Elasticsearch loaded with the same index")
+    parser.add_argument("--es-page-sizes", type=int, nargs="+", default=[1000, 10000],
+                        help="hits per scan request to compare on Elasticsearch")
     args = parser.parse_args()
     print(f"{'documents':>14} {'chunks':>9} {'monitor s':>10} {'baseline s':>11} {'ratio':>6} "
           f"{'monitor MB':>11} {'baseline MB':>12}")
@@ -173,7 +175,9 @@ def main() -> None:
                 store = load_elasticsearch(args.elasticsearch, generated)
                 loaded = time.perf_counter() - loaded
                 try:
-                    report(f"{n:,} es", source, store, 1)
+                    for page in args.es_page_sizes:
+                        store.scan_page_size = page
+                        report(f"{n:,} es/{page}", source, store, 1)
                 finally:
                     store.delete_everything()
                     store.close()

@@ -55,11 +55,14 @@ class ElasticsearchStore:
         *,
         bulk_max_actions: int = 500,
         bulk_max_bytes: int = 5 * 1024 * 1024,
+        scan_page_size: int = PAGE,
     ) -> None:
         self.client = client
         self.names = IndexNames(prefix)
         self.bulk_max_actions = bulk_max_actions
         self.bulk_max_bytes = bulk_max_bytes
+        # Hits per request when scanning whole indices (iter_chunks, iter_states).
+        self.scan_page_size = scan_page_size
 
     @classmethod
     def connect(
@@ -250,14 +253,16 @@ class ElasticsearchStore:
 
     def _search_refs(self, query: dict[str, Any]) -> Iterator[ChunkRef]:
         for hit in search_all(
-            self.client,
-            self.names.chunks, query, "chunk_id", ["document_id", "version", "indexed_at"]
+            self.client, self.names.chunks, query, "chunk_id",
+            ["document_id", "version", "indexed_at"], page=self.scan_page_size,
         ):
             yield _ref(hit)
 
     def iter_states(self) -> Iterator[DocumentState]:
         for hit in search_all(
-            self.client, self.names.states, {"match_all": {}}, "document_id", None):
+            self.client, self.names.states, {"match_all": {}}, "document_id", None,
+            page=self.scan_page_size,
+        ):
             yield _state_from_source(hit["_source"])
 
     def refresh(self) -> None:

@@ -89,6 +89,8 @@ def search_all(
     query: dict[str, Any],
     sort_field: str,
     fields: list[str] | None,
+    *,
+    page: int = PAGE,
 ) -> Iterator[dict[str, Any]]:
     """Page through every hit with search_after on a unique keyword (no PIT needed)."""
     after: list[Any] | None = None
@@ -97,7 +99,7 @@ def search_all(
             "index": index,
             "query": query,
             "sort": [{sort_field: "asc"}],
-            "size": PAGE,
+            "size": page,
             "track_total_hits": False,
         }
         if fields is not None:
@@ -107,7 +109,7 @@ def search_all(
         resp = translate(f"search {index!r}", client.search, **kwargs)
         hits = resp["hits"]["hits"]
         yield from hits
-        if len(hits) < PAGE:
+        if len(hits) < page:
             return
         after = hits[-1]["sort"]
 

@@ -11,18 +11,17 @@ own loop for them.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 
 import structlog
 
-from consumers.batch import BatchProcessor, Result
+from consumers.batch import BatchProcessor
 from consumers.commit_policy import CommitPolicy
-from consumers.dead_letter import DeadLetter, DeadLetterSink
-from consumers.errors import Interrupted, PoisonEvent, TransientError
-from consumers.processor import EventProcessor, parse_event
+from consumers.dead_letter import DeadLetterSink
+from consumers.errors import Interrupted, TransientError
+from consumers.handling import OutcomeCounter, attempt
+from consumers.processor import EventProcessor
 from consumers.retry import HealthState, RetryPolicy, call_with_retry
-from events.model import ChangeEvent
 from metrics.definitions import WorkerMetrics
 from transport.consumer import ConsumeError, Delivery, EventConsumer
 
@@ -91,31 +90,7 @@ class QueueWorker:
             self._stop.wait(1.0)
             return []
 
-    def _attempt(self, batch: list[Delivery]) -> list[tuple[Delivery, Result, ChangeEvent | None]]:
-        """One try at the whole batch: parse, process, dead-letter the poison."""
-        parsed: list[tuple[Delivery, ChangeEvent | PoisonEvent]] = []
-        for delivery in batch:
-            try:
-                parsed.append((delivery, parse_event(delivery.value)))
-            except PoisonEvent as poison:
-                parsed.append((delivery, poison))
-        events = [e for _, e in parsed if isinstance(e, ChangeEvent)]
-        results = iter(self.batch.handle_batch(events))
-        handled: list[tuple[Delivery, Result, ChangeEvent | None]] = [
-            (d, item, None) if isinstance(item, PoisonEvent) else (d, next(results), item)
-            for d, item in parsed
-        ]
-        for d, result, _ in handled:
-            if isinstance(result, PoisonEvent):
-                self.dead_letters.send(DeadLetter(
-                    d.key, d.value, result.reason, result.message, d.topic, d.partition, d.offset,
-                ))
-                log.warning("dead-lettered", reason=result.reason, error=result.message[:500],
-                            offset=d.offset)
-        return handled
-
     def _process(self, batch: list[Delivery]) -> None:
-        started = time.monotonic()
 
         def on_retry(exc: BaseException) -> None:
             self.metrics.retrying.set(1)
@@ -126,27 +101,16 @@ class QueueWorker:
             if self._stop.wait(seconds):
                 raise Interrupted("stop requested")
 
-        written, deleted = self.processor.chunks_written, self.processor.chunks_deleted
+        counter = OutcomeCounter(self.metrics, self.processor)
         try:
             handled = call_with_retry(
-                lambda: self._attempt(batch), policy=self.retry, health=self.health,
+                lambda: attempt(batch, self.batch, self.dead_letters),
+                policy=self.retry, health=self.health,
                 sleep=sleep, on_retry=on_retry,
             )
         finally:
             self.metrics.retrying.set(0)
-        elapsed = time.monotonic() - started
-        for _delivery, result, event in handled:
-            if isinstance(result, PoisonEvent):
-                self.metrics.dead_letters.labels(reason=result.reason).inc()
-                self.metrics.events.labels(outcome="dead_lettered").inc()
-            else:
-                self.metrics.events.labels(outcome=result.value).inc()
-                if event is not None:
-                    self.metrics.record_applied(result.value, event.changed_at)
-            self.metrics.event_processing.observe(elapsed)
-        self.metrics.chunks_written.inc(self.processor.chunks_written - written)
-        self.metrics.chunks_deleted.inc(self.processor.chunks_deleted - deleted)
-        self.metrics.last_event_processed.set(time.time())
+        counter.count(handled)
 
     def _commit(self) -> None:
         if not self._done:

@@ -24,14 +24,14 @@ from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, Topic
 from kafka.errors import CommitFailedError, KafkaError
 from kafka.structs import OffsetAndMetadata
 
-from consumers.batch import BatchProcessor, Result
+from consumers.batch import BatchProcessor
 from consumers.commit_policy import CommitPolicy
 from consumers.dead_letter import DeadLetter, DeadLetterSink
-from consumers.errors import Interrupted, PoisonEvent, TransientError
-from consumers.processor import EventProcessor, parse_event
+from consumers.errors import Interrupted, TransientError
+from consumers.handling import OutcomeCounter, attempt
+from consumers.processor import EventProcessor
 from consumers.retry import HealthState, RetryPolicy, call_with_retry
 from consumers.transport import publish
-from events.model import ChangeEvent
 from metrics.definitions import WorkerMetrics
 
 log = structlog.get_logger(__name__)
@@ -127,32 +127,7 @@ class KafkaWorker:
             return {}
         return result
 
-    def _attempt(self, records: list[Any]) -> list[tuple[Any, Result, ChangeEvent | None]]:
-        """One try at the whole batch: parse, process, dead-letter the poison."""
-        parsed: list[tuple[Any, ChangeEvent | PoisonEvent]] = []
-        for record in records:
-            try:
-                parsed.append((record, parse_event(record.value)))
-            except PoisonEvent as poison:
-                parsed.append((record, poison))
-        events = [e for _, e in parsed if isinstance(e, ChangeEvent)]
-        results = iter(self.batch.handle_batch(events))
-        handled: list[tuple[Any, Result, ChangeEvent | None]] = [
-            (record, item, None) if isinstance(item, PoisonEvent) else (record, next(results), item)
-            for record, item in parsed
-        ]
-        for record, result, _ in handled:
-            if isinstance(result, PoisonEvent):
-                self.dead_letters.send(
-                    DeadLetter(record.key, record.value, result.reason, result.message,
-                               record.topic, record.partition, record.offset)
-                )
-                log.warning("dead-lettered", reason=result.reason, error=result.message[:500],
-                            partition=record.partition, offset=record.offset)
-        return handled
-
     def _process(self, records: list[Any]) -> None:
-        started = time.monotonic()
         partitions = {TopicPartition(r.topic, r.partition) for r in records}
 
         def on_retry(exc: BaseException) -> None:
@@ -160,27 +135,16 @@ class KafkaWorker:
             operation = "kafka" if isinstance(exc, TransientError) else "store"
             self.metrics.transient_errors.labels(operation=operation).inc()
 
-        written, deleted = self.processor.chunks_written, self.processor.chunks_deleted
+        counter = OutcomeCounter(self.metrics, self.processor)
         try:
             handled = call_with_retry(
-                lambda: self._attempt(records), policy=self.retry, health=self.health,
+                lambda: attempt(records, self.batch, self.dead_letters),
+                policy=self.retry, health=self.health,
                 sleep=lambda s: self._wait(s, partitions), on_retry=on_retry,
             )
         finally:
             self.metrics.retrying.set(0)
-        elapsed = time.monotonic() - started
-        for _record, result, event in handled:
-            if isinstance(result, PoisonEvent):
-                self.metrics.dead_letters.labels(reason=result.reason).inc()
-                self.metrics.events.labels(outcome="dead_lettered").inc()
-            else:
-                self.metrics.events.labels(outcome=result.value).inc()
-                if event is not None:
-                    self.metrics.record_applied(result.value, event.changed_at)
-            self.metrics.event_processing.observe(elapsed)
-        self.metrics.chunks_written.inc(self.processor.chunks_written - written)
-        self.metrics.chunks_deleted.inc(self.processor.chunks_deleted - deleted)
-        self.metrics.last_event_processed.set(time.time())
+        counter.count(handled)
         last: dict[TopicPartition, int] = {}
         for record in records:
             last[TopicPartition(record.topic, record.partition)] = record.offset

@@ -6,9 +6,9 @@ a unit test fails while the file is out of date.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from events.schema import json_schema_text
 from webhooks.payload import WebhookPayload
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -18,12 +18,7 @@ SCHEMA_ID = "https://policy-indexer.invalid/schemas/webhook-payload/v1.json"
 
 
 def schema_text() -> str:
-    schema = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_ID,
-        **WebhookPayload.model_json_schema(mode="validation"),
-    }
-    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+    return json_schema_text(WebhookPayload, SCHEMA_ID)
 
 
 def main() -> None:

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from chunker.model import Chunk
 from consumers.errors import PoisonEvent
-from consumers.processor import EventProcessor, Outcome, content_hash
+from consumers.processor import EventProcessor, Outcome, state_after
 from deleter.step import delete_older_versions_many
 from events.model import Action, ChangeEvent
 from store.batch import get_states, put_states
@@ -121,20 +120,11 @@ class BatchProcessor:
     def _new_state(
         self, event: ChangeEvent, state: DocumentState | None, chunks: list[Chunk]
     ) -> DocumentState:
-        deleted = event.action is Action.DELETE
-        digest = None if deleted else content_hash(event)
+        new_state = state_after(event, state, chunks)
+        digest = new_state.content_hash
         if digest is not None and state is not None and state.content_hash == digest:
             self.single.on_unchanged()
-        return DocumentState(
-            document_id=event.document_id,
-            version=event.version,
-            changed_at=event.changed_at,
-            indexed_at=datetime.now(UTC),
-            chunk_ids=tuple(c.chunk_id for c in chunks),
-            content_hash=digest,
-            deleted=deleted,
-            superseded_chunk_ids=state.chunk_ids if state is not None else (),
-        )
+        return new_state
 
     def _write_chunks(
         self, events: Sequence[ChangeEvent], plans: dict[str, _Plan], results: list[Result | None]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Protocol
@@ -81,6 +81,26 @@ def content_hash(event: ChangeEvent) -> str:
     return digest.hexdigest()
 
 
+def state_after(
+    event: ChangeEvent, previous: DocumentState | None, chunks: Sequence[Chunk] = ()
+) -> DocumentState:
+    """The document's state once ``event`` is applied: its version, chunks, or a tombstone.
+
+    The previous version's chunk ids are kept as the delete step's work list.
+    """
+    deleted = event.action is Action.DELETE
+    return DocumentState(
+        document_id=event.document_id,
+        version=event.version,
+        changed_at=event.changed_at,
+        indexed_at=datetime.now(UTC),
+        chunk_ids=tuple(c.chunk_id for c in chunks),
+        content_hash=None if deleted else content_hash(event),
+        deleted=deleted,
+        superseded_chunk_ids=previous.chunk_ids if previous is not None else (),
+    )
+
+
 
 
 class EventProcessor:
@@ -128,8 +148,8 @@ class EventProcessor:
 
     def _upsert(self, event: ChangeEvent, state: DocumentState | None) -> Outcome:
         chunks = self.chunks_of(event)
-        digest = content_hash(event)
-        if state is not None and not state.deleted and state.content_hash == digest:
+        new_state = state_after(event, state, chunks)
+        if state is not None and state.content_hash == new_state.content_hash:
             self.on_unchanged()
         try:
             self.chunks_written += self.store.write_chunks(chunks)
@@ -138,27 +158,10 @@ class EventProcessor:
             self.store.delete_chunks(c.chunk_id for c in chunks)
             raise PoisonEvent("rejected", str(exc)) from exc
         self.checkpoint("after-chunk-write")
-        new_state = DocumentState(
-            document_id=event.document_id,
-            version=event.version,
-            changed_at=event.changed_at,
-            indexed_at=datetime.now(UTC),
-            chunk_ids=tuple(c.chunk_id for c in chunks),
-            content_hash=digest,
-            superseded_chunk_ids=state.chunk_ids if state is not None else (),
-        )
         return self._commit_state(new_state, Outcome.INDEXED)
 
     def _delete(self, event: ChangeEvent, state: DocumentState | None) -> Outcome:
-        tombstone = DocumentState(
-            document_id=event.document_id,
-            version=event.version,
-            changed_at=event.changed_at,
-            indexed_at=datetime.now(UTC),
-            deleted=True,
-            superseded_chunk_ids=state.chunk_ids if state is not None else (),
-        )
-        return self._commit_state(tombstone, Outcome.DELETED)
+        return self._commit_state(state_after(event, state), Outcome.DELETED)
 
     def _commit_state(self, new_state: DocumentState, outcome: Outcome) -> Outcome:
         if not self.store.put_state(new_state):

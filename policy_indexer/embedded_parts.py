@@ -28,12 +28,12 @@ from metrics.definitions import ReindexMetrics
 from metrics.monitor import FreshnessMonitor
 from policy_indexer import __version__
 from policy_indexer.commands.reindex import open_runner
+from policy_indexer.commands.scheduler import scheduler_for
 from policy_indexer.commands.webhook import build_config
 from policy_indexer.embedded import index_path
 from policy_indexer.settings import Settings
 from policy_indexer.sources import open_configured_source
 from reindex.jobs import JobRunner
-from reindex.scheduler import build_scheduler
 from sources.base import Source
 from store.sqlite import SQLiteStore
 from transport.publisher import EventPublisher
@@ -140,14 +140,7 @@ class Scheduler:
                              metrics=ReindexMetrics.create(registry))
         try:
             runner.refresh_metrics()
-            sched = build_scheduler(
-                runner,
-                cron=settings.reindex_cron,
-                timezone=settings.reindex_timezone,
-                sweep_interval=timedelta(seconds=settings.sweep_interval_seconds),
-                misfire_grace=timedelta(seconds=settings.reindex_misfire_grace_seconds),
-                last_attempt=runner.last_attempt(),
-            )
+            sched = scheduler_for(settings, runner, runner.last_attempt())
             sched.start()
         except BaseException:
             runner.close()

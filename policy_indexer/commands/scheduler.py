@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import signal
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta
 from types import FrameType
 
 import click
 import structlog
+from apscheduler.schedulers.base import BaseScheduler
 from prometheus_client import CollectorRegistry, start_http_server
 
 from metrics.definitions import ReindexMetrics
@@ -22,10 +23,25 @@ from policy_indexer.commands.reindex import open_index, open_runner
 from policy_indexer.settings import Settings
 from policy_indexer.sources import SourceNotConfiguredError, open_configured_source
 from reindex.errors import LeaseError
+from reindex.jobs import JobRunner
 from reindex.scheduler import build_scheduler
 from store.errors import StoreError
 
 log = structlog.get_logger(__name__)
+
+
+def scheduler_for(
+    settings: Settings, runner: JobRunner, last_attempt: datetime | None
+) -> BaseScheduler:
+    """The nightly reconcile, hourly sweep and metrics refresh, as the settings say."""
+    return build_scheduler(
+        runner,
+        cron=settings.reindex_cron,
+        timezone=settings.reindex_timezone,
+        sweep_interval=timedelta(seconds=settings.sweep_interval_seconds),
+        misfire_grace=timedelta(seconds=settings.reindex_misfire_grace_seconds),
+        last_attempt=last_attempt,
+    )
 
 
 @click.command()
@@ -53,14 +69,7 @@ def scheduler(settings: Settings, port: int | None) -> None:
         settings.scheduler_metrics_port if port is None else port,
         addr=settings.metrics_host, registry=registry,
     )
-    sched = build_scheduler(
-        runner,
-        cron=settings.reindex_cron,
-        timezone=settings.reindex_timezone,
-        sweep_interval=timedelta(seconds=settings.sweep_interval_seconds),
-        misfire_grace=timedelta(seconds=settings.reindex_misfire_grace_seconds),
-        last_attempt=last_attempt,
-    )
+    sched = scheduler_for(settings, runner, last_attempt)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:

@@ -29,9 +29,7 @@ import time
 import uuid
 from pathlib import Path
 
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
-
-from consumers.transport import delete_topics, ensure_topics
+from consumers.transport import delete_topics, ensure_topics, group_lag
 from events.changelog import count_lines
 from store.elasticsearch import ElasticsearchStore
 from store.sqlite import SQLiteStore
@@ -70,21 +68,6 @@ def run_embedded(corpus: Path, limit: int | None, data: Path) -> tuple[float, fl
     return elapsed, rss
 
 
-def committed_lag(group: str, topic: str) -> int | None:
-    admin = KafkaAdminClient(bootstrap_servers=KAFKA)
-    consumer = KafkaConsumer(bootstrap_servers=KAFKA, group_id=None)
-    try:
-        committed = admin.list_group_offsets(group).get(group, {})
-        parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-        ends = consumer.end_offsets(parts)
-        if not committed:
-            return None
-        return sum(ends[tp] - (committed[tp].offset if tp in committed else 0) for tp in parts)
-    finally:
-        consumer.close()
-        admin.close()
-
-
 def run_kafka(corpus: Path, limit: int | None, unique: str, workers: int) -> tuple[float, float]:
     topic, group = f"{unique}-changes", f"{unique}-group"
     env = base_env(pipeline="kafka", kafka_bootstrap_servers=KAFKA, kafka_topic=topic,
@@ -103,7 +86,7 @@ def run_kafka(corpus: Path, limit: int | None, unique: str, workers: int) -> tup
         code, publisher_rss = wait_rusage(publisher)
         if code != 0:
             raise SystemExit(f"kafka replay failed with exit code {code}")
-        while committed_lag(group, topic) != 0:
+        while group_lag(KAFKA, group, topic) != 0:
             if any(p.poll() is not None for p in procs):
                 raise SystemExit("a worker exited during the benchmark")
             time.sleep(0.25)

@@ -31,11 +31,10 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from chunker import chunk_document
-from consumers.transport import delete_topics, ensure_topics, make_producer
+from consumers.transport import delete_topics, ensure_topics, group_lag, make_producer
 from events.changelog import read_changelog
 from events.model import Action, ChangeEvent
 from store.elasticsearch import ElasticsearchStore
@@ -45,25 +44,10 @@ DEFAULT_CORPUS = ROOT.parent / "shared" / "corpora" / "mozilla-legal-docs.jsonl.
 CLI = str(Path(sys.executable).with_name("policy-indexer"))
 
 
-def committed_lag(bootstrap: str, group: str, topic: str) -> int | None:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
-    try:
-        committed = admin.list_group_offsets(group).get(group, {})
-        parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-        ends = consumer.end_offsets(parts)
-        if not committed:
-            return None
-        return sum(ends[tp] - (committed[tp].offset if tp in committed else 0) for tp in parts)
-    finally:
-        consumer.close()
-        admin.close()
-
-
 def wait_lag_zero(bootstrap: str, group: str, topic: str, timeout_s: float = 1800) -> float:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if committed_lag(bootstrap, group, topic) == 0:
+        if group_lag(bootstrap, group, topic) == 0:
             return time.monotonic()
         time.sleep(0.25)
     raise SystemExit(f"workers did not catch up within {timeout_s}s")

@@ -6,9 +6,9 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka import KafkaConsumer
 
-from consumers.transport import make_producer
+from consumers.transport import group_lag, make_producer
 from events.model import ChangeEvent
 
 
@@ -53,22 +53,6 @@ def read_all(bootstrap: str, topic: str, *, expect: int, timeout_s: float = 30.0
     finally:
         consumer.close()
     return records
-
-
-def group_lag(bootstrap: str, group: str, topic: str) -> int | None:
-    """Records of ``topic`` not yet committed by ``group`` (None before any commit)."""
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
-    try:
-        committed = admin.list_group_offsets(group).get(group, {})
-        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-        ends = consumer.end_offsets(partitions)
-        if not committed:
-            return None
-        return sum(ends[tp] - (committed[tp].offset if tp in committed else 0) for tp in partitions)
-    finally:
-        consumer.close()
-        admin.close()
 
 
 def wait_for_lag_zero(bootstrap: str, group: str, topic: str, timeout_s: float = 120.0,

@@ -15,11 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from consumers.commit_policy import CommitPolicy
 from consumers.local_dead_letters import LocalDeadLetterSink
 from consumers.processor import EventProcessor
 from consumers.queue_worker import QueueWorker
-from consumers.retry import HealthState, RetryPolicy
+from consumers.retry import HealthState
 from metrics.definitions import WorkerMetrics
 from policy_indexer.settings import Settings
 from store.sqlite import SQLiteStore
@@ -83,12 +82,8 @@ class Embedded:
             LocalDeadLetterSink(self.queue, self.topic),
             metrics=metrics,
             health=health,
-            retry=RetryPolicy(
-                initial_s=s.retry_initial_seconds,
-                max_s=s.retry_max_seconds,
-                max_attempts=s.retry_max_attempts,
-            ),
-            commit=CommitPolicy(s.commit_every_records, s.commit_every_seconds),
+            retry=s.retry_policy(),
+            commit=s.commit_policy(),
             max_records=s.commit_every_records,
             checkpoint=checkpoint,
         )

@@ -16,6 +16,9 @@ from apscheduler.triggers.cron import CronTrigger
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from consumers.commit_policy import CommitPolicy
+from consumers.retry import RetryPolicy
+
 
 class Settings(BaseSettings):
     """Typed configuration of every policy-indexer process."""
@@ -203,3 +206,15 @@ class Settings(BaseSettings):
         except ValueError as exc:
             raise ValueError(f"reindex_cron {value!r} is not a 5-field crontab: {exc}") from exc
         return value
+
+    def retry_policy(self) -> RetryPolicy:
+        """How a worker backs off from transient failures (Kafka and embedded alike)."""
+        return RetryPolicy(
+            initial_s=self.retry_initial_seconds,
+            max_s=self.retry_max_seconds,
+            max_attempts=self.retry_max_attempts,
+        )
+
+    def commit_policy(self) -> CommitPolicy:
+        """When a worker commits what it has processed (Kafka and embedded alike)."""
+        return CommitPolicy(self.commit_every_records, self.commit_every_seconds)

@@ -19,10 +19,9 @@ import click
 import structlog
 from prometheus_client import CollectorRegistry
 
-from consumers.commit_policy import CommitPolicy
 from consumers.health import HealthServer
 from consumers.processor import EventProcessor
-from consumers.retry import HealthState, RetryPolicy
+from consumers.retry import HealthState
 from consumers.transport import ensure_topics, make_consumer, make_producer
 from consumers.worker import KafkaDeadLetterSink, KafkaWorker
 from metrics.definitions import WorkerMetrics
@@ -89,12 +88,8 @@ def run_worker(settings: Settings, metrics_port: int | None = None) -> None:
         KafkaDeadLetterSink(producer, settings.kafka_dead_letter_topic),
         metrics=metrics,
         health=health,
-        retry=RetryPolicy(
-            initial_s=settings.retry_initial_seconds,
-            max_s=settings.retry_max_seconds,
-            max_attempts=settings.retry_max_attempts,
-        ),
-        commit=CommitPolicy(settings.commit_every_records, settings.commit_every_seconds),
+        retry=settings.retry_policy(),
+        commit=settings.commit_policy(),
         checkpoint=checkpoint,
     )
 

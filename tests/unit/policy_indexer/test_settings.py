@@ -47,3 +47,15 @@ def test_config_command_prints_settings_with_secrets_masked(
     printed = json.loads(result.output)
     assert printed["elasticsearch_api_key"] == "**********"
     assert "s3cr3t-key" not in result.output
+
+
+def test_both_workers_get_their_retry_and_commit_policies_from_the_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("POLICY_INDEXER_RETRY_MAX_SECONDS", "3.5")
+    monkeypatch.setenv("POLICY_INDEXER_RETRY_MAX_ATTEMPTS", "4")
+    monkeypatch.setenv("POLICY_INDEXER_COMMIT_EVERY_RECORDS", "17")
+    settings = Settings()
+    retry, commit = settings.retry_policy(), settings.commit_policy()
+    assert (retry.max_s, retry.max_attempts) == (3.5, 4)
+    assert (commit.max_records, commit.max_interval_s) == (17, settings.commit_every_seconds)

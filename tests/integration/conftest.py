@@ -1,4 +1,5 @@
-"""Fixtures for the worker's service tests: a unique pipeline, the basecamp change log."""
+"""Fixtures for the service tests: a unique pipeline, the basecamp change log, a broker of
+the test's own (to stop and start)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from support.index_equality import ExpectedIndex, expected_index
+from support.own_broker import OwnBroker, own_broker_under
 from support.workers import Pipeline
 
 from consumers.transport import delete_topics, ensure_topics
@@ -41,3 +43,10 @@ def basecamp_events(corpora_dir: Path) -> list[ChangeEvent]:
 @pytest.fixture(scope="session")
 def basecamp_expected(basecamp_events: list[ChangeEvent]) -> ExpectedIndex:
     return expected_index(basecamp_events)
+
+
+@pytest.fixture
+def own_broker(tmp_path: Path, kafka_bootstrap: str) -> Iterator[OwnBroker]:
+    """A broker of this test's own (after ``kafka_bootstrap`` answered: the jars are cached)."""
+    with own_broker_under(tmp_path / "services") as broker:
+        yield broker

@@ -9,19 +9,13 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 from support.kafka_topics import MAX_MESSAGE_BYTES, read_topic, temporary_topic
+from support.own_broker import OwnBroker
 from support.webhooks import SECRET, encode, payload
 
 from transport.kafka_producer import KafkaEventPublisher, KafkaPublisherConfig
@@ -40,49 +34,6 @@ pytestmark = [
         "ignore:Exception ignored in. <socket.socket:pytest.PytestUnraisableExceptionWarning"
     ),
 ]
-
-SERVICES = Path(__file__).resolve().parents[2] / "deploy" / "local" / "services"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass(frozen=True)
-class OwnBroker:
-    """``deploy/local/services`` for one more broker, on its own ports and folder."""
-
-    env: dict[str, str]
-    bootstrap: str
-
-    def services(self, command: str) -> None:
-        done = subprocess.run([sys.executable, str(SERVICES), command, "kafka"], env=self.env,
-                              capture_output=True, text=True, timeout=180, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"services {command} kafka failed:\n{done.stdout}{done.stderr}")
-
-
-@pytest.fixture
-def own_broker(tmp_path: Path, kafka_bootstrap: str) -> Iterator[OwnBroker]:
-    """A single-node KRaft broker on free ports (``kafka_bootstrap``: the jars are cached)."""
-    port = _free_port()
-    broker = OwnBroker(
-        env={
-            **os.environ,
-            "POLICY_INDEXER_LOCAL_KAFKA_PORT": str(port),
-            "POLICY_INDEXER_LOCAL_KAFKA_CONTROLLER_PORT": str(_free_port()),
-            "POLICY_INDEXER_LOCAL_STATE": str(tmp_path / "services"),
-        },
-        bootstrap=f"127.0.0.1:{port}",
-    )
-    broker.services("up")
-    try:
-        yield broker
-    finally:
-        broker.services("down")
-
 
 def _post(url: str, data: dict[str, object]) -> httpx.Response:
     body = encode(data)

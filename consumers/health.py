@@ -2,7 +2,8 @@
 
 ``/healthz`` answers 200 ``{"status": "ok"}`` while the worker makes progress and
 503 ``{"status": "retrying", ...}`` while it backs off from a transient failure
-(a readiness signal: restarting a retrying worker does not help it).
+or cannot reach Kafka (a readiness signal: restarting a retrying worker does not
+help it).
 """
 
 from __future__ import annotations
@@ -26,13 +27,14 @@ class HealthServer:
                 if self.path.startswith("/metrics"):
                     self._send(200, CONTENT_TYPE_LATEST, generate_latest(registry_))
                 elif self.path.startswith("/healthz"):
-                    status = "retrying" if health_.retrying else "ok"
+                    away = health_.kafka_unreachable
+                    status = "retrying" if health_.retrying or away else "ok"
                     if health_.stopping:
                         status = "stopping"
                     body = {
                         "status": status,
                         "attempts": health_.attempts,
-                        "last_error": health_.last_error,
+                        "last_error": health_.last_error or away,
                     }
                     code = 200 if status == "ok" else 503
                     self._send(code, "application/json", json.dumps(body).encode())

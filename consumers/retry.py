@@ -46,6 +46,7 @@ class HealthState:
     attempts: int = 0
     last_error: str | None = None
     stopping: bool = False
+    kafka_unreachable: str | None = None  # why Kafka counts as away (the Kafka worker)
 
 
 def call_with_retry(

@@ -9,6 +9,12 @@ a transient failure stops waiting at once and commits only what is done.
 
 While it backs off, the worker keeps polling with every partition paused, so it
 stays in its consumer group however long Elasticsearch is away.
+
+While Kafka is away, ``poll`` just returns nothing and kafka-python reconnects
+by itself; the worker notices through its group heartbeat (``CoordinatorWatch``)
+and says so on /healthz and in ``policy_indexer_retrying``. A commit that fails
+meanwhile is retried on a later turn (bounded by ``commit_timeout_ms``, so the
+loop keeps turning and SIGTERM stays prompt); the offsets stay pending.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from consumers.commit_policy import CommitPolicy
 from consumers.dead_letter import DeadLetter, DeadLetterSink
 from consumers.errors import Interrupted, TransientError
 from consumers.handling import OutcomeCounter, attempt
+from consumers.kafka_reach import CoordinatorWatch
 from consumers.processor import EventProcessor
 from consumers.retry import HealthState, RetryPolicy, call_with_retry
 from consumers.transport import publish
@@ -67,6 +74,8 @@ class KafkaWorker:
         retry: RetryPolicy | None = None,
         commit: CommitPolicy | None = None,
         poll_timeout_ms: int = 500,
+        commit_timeout_ms: int = 5000,
+        kafka_away_after_s: float = 10.0,
         checkpoint: Callable[[str], None] = lambda _step: None,
     ) -> None:
         self.consumer = consumer
@@ -79,6 +88,8 @@ class KafkaWorker:
         self.retry = retry or RetryPolicy()
         self.commit_policy = commit or CommitPolicy()
         self.poll_timeout_ms = poll_timeout_ms
+        self.commit_timeout_ms = commit_timeout_ms
+        self.kafka_reach = CoordinatorWatch(consumer, kafka_away_after_s)
         self.checkpoint = checkpoint
         self._stop = threading.Event()
         self._pending: dict[TopicPartition, int] = {}
@@ -124,8 +135,19 @@ class KafkaWorker:
             self.metrics.transient_errors.labels(operation="kafka").inc()
             log.warning("poll failed", error=repr(exc))
             time.sleep(1.0)
-            return {}
+            result = {}
+        self._watch_kafka()
         return result
+
+    def _watch_kafka(self) -> None:
+        away = self.kafka_reach.away()
+        if away and not self.health.kafka_unreachable:
+            self.metrics.transient_errors.labels(operation="kafka").inc()
+            log.warning("Kafka out of reach; waiting for it", reason=away)
+        elif not away and self.health.kafka_unreachable:
+            log.info("Kafka within reach again")
+        self.health.kafka_unreachable = away
+        self.metrics.retrying.set(1 if away or self.health.retrying else 0)
 
     def _process(self, records: list[Any]) -> None:
         partitions = {TopicPartition(r.topic, r.partition) for r in records}
@@ -143,7 +165,7 @@ class KafkaWorker:
                 sleep=lambda s: self._wait(s, partitions), on_retry=on_retry,
             )
         finally:
-            self.metrics.retrying.set(0)
+            self.metrics.retrying.set(1 if self.health.kafka_unreachable else 0)
         counter.count(handled)
         last: dict[TopicPartition, int] = {}
         for record in records:
@@ -181,11 +203,12 @@ class KafkaWorker:
             return
         offsets = {tp: OffsetAndMetadata(off, "", -1) for tp, off in self._pending.items()}
         try:
-            self.consumer.commit(offsets=offsets)
+            self.consumer.commit(offsets=offsets, timeout_ms=self.commit_timeout_ms)
         except CommitFailedError as exc:
             log.warning("commit refused after a rebalance; the new owner redoes it", error=str(exc))
         except KafkaError as exc:
             # Not committing only means redelivery, which is harmless.
+            self.metrics.transient_errors.labels(operation="kafka").inc()
             log.warning("commit failed; will try again", error=repr(exc))
             return
         self.checkpoint("after-commit")

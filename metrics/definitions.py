@@ -13,9 +13,10 @@ is registered at import. Names, types and meanings:
 - ``policy_indexer_dead_letters_total{reason}`` counter: events sent to the dead-letter
   topic, by reason (``not_json``, ``schema``, ``chunker``, ``rejected``).
 - ``policy_indexer_transient_errors_total{operation}`` counter: transient failures that
-  were retried (``store``, ``kafka``).
+  were retried (``store``, ``kafka``; for Kafka also each failed commit and each time
+  the group coordinator went out of reach).
 - ``policy_indexer_retrying`` gauge: 1 while the worker is backing off from a transient
-  failure, else 0.
+  failure or cannot reach Kafka's group coordinator, else 0.
 - ``policy_indexer_offsets_committed_total`` counter: offset commits to Kafka.
 - ``policy_indexer_event_processing_seconds`` histogram: time from taking an event to
   having its delete step done.

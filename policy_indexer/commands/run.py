@@ -90,6 +90,7 @@ def run_worker(settings: Settings, metrics_port: int | None = None) -> None:
         health=health,
         retry=settings.retry_policy(),
         commit=settings.commit_policy(),
+        kafka_away_after_s=settings.kafka_session_timeout_ms / 1000,
         checkpoint=checkpoint,
     )
 

@@ -38,3 +38,16 @@ def test_healthz_says_when_the_worker_is_retrying_and_metrics_are_served() -> No
         assert 'policy_indexer_events_total{outcome="indexed"} 3.0' in text
     finally:
         server.stop()
+
+
+def test_healthz_says_retrying_while_kafka_is_out_of_reach() -> None:
+    health = HealthState(kafka_unreachable="Kafka: no heartbeat to the group coordinator for 7 s")
+    server = HealthServer("127.0.0.1", 0, CollectorRegistry(), health).start()
+    try:
+        code, body = get(f"http://127.0.0.1:{server.port}/healthz")
+        assert (code, json.loads(body)["status"]) == (503, "retrying")
+        assert "no heartbeat" in json.loads(body)["last_error"]
+        health.kafka_unreachable = None
+        assert get(f"http://127.0.0.1:{server.port}/healthz")[0] == 200
+    finally:
+        server.stop()

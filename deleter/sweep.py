@@ -22,6 +22,8 @@ from datetime import UTC, datetime, timedelta
 from store.base import Store
 from store.model import ChunkRef, DocumentState
 
+LEFTOVER_REASONS = ("older", "deleted-document", "above-current", "unknown-document")
+
 
 @dataclass
 class SweepReport:

@@ -1,4 +1,4 @@
-"""Every metric the indexing worker and the sweep export, declared once.
+"""Every metric the indexing worker and the scheduled jobs export, declared once.
 
 Build them into a registry you pass in (``WorkerMetrics.create(registry)``); nothing
 is registered at import. Names, types and meanings:
@@ -22,7 +22,6 @@ is registered at import. Names, types and meanings:
   having its delete step done.
 - ``policy_indexer_last_event_processed_timestamp_seconds`` gauge: Unix time of the last
   event the worker finished (any outcome).
-- ``policy_indexer_sweep_leftovers_total{reason}`` counter: leftover chunks the sweep found.
 - ``policy_indexer_change_to_indexed_seconds`` histogram: from the change at the source
   (the event's ``changed_at``) to the worker having applied it (outcomes ``indexed`` and
   ``deleted``): the end-to-end latency of the pipeline. Negative (source clock ahead)
@@ -48,6 +47,11 @@ The nightly reindex and its scheduler (issue 7), ``ReindexMetrics.create(registr
 - ``policy_indexer_reindex_documents_total{decision}`` counter: documents per decision,
   summed over runs.
 - ``policy_indexer_sweep_last_success_timestamp_seconds`` gauge: as above, for the sweep.
+- ``policy_indexer_sweep_leftovers_total{reason}`` counter: leftover chunks the sweep found
+  (and deleted), by ``deleter.sweep`` reason (``older``, ``deleted-document``,
+  ``above-current``, ``unknown-document``), counted by the long-lived process that ran
+  the sweep (the scheduler, the embedded run). The one-shot ``policy-indexer sweep``
+  prints and logs its report instead: a counter in a process that exits is never scraped.
 - ``policy_indexer_scheduler_lease_skips_total{job}`` counter: occurrences this replica left
   to another (lease held or the occurrence already run).
 """
@@ -60,6 +64,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+
+from deleter.sweep import LEFTOVER_REASONS
 
 NAMESPACE = "policy_indexer"
 OUTCOMES = ("indexed", "deleted", "skipped_stale", "skipped_duplicate", "dead_lettered")
@@ -78,7 +84,6 @@ class WorkerMetrics:
     offsets_committed: Counter
     event_processing: Histogram
     last_event_processed: Gauge
-    sweep_leftovers: Counter
     change_to_indexed: Histogram
     consumer_lag: Gauge
     heartbeat: Gauge
@@ -132,8 +137,6 @@ class WorkerMetrics:
                 "last_event_processed_timestamp_seconds", "Unix time of the last event handled.",
                 namespace=ns, registry=registry,
             ),
-            sweep_leftovers=Counter("sweep_leftovers", "Leftover chunks found by the sweep.",
-                                    ["reason"], namespace=ns, registry=registry),
             change_to_indexed=Histogram(
                 "change_to_indexed_seconds",
                 "From the change at the source (changed_at) to the worker having applied it.",
@@ -178,6 +181,7 @@ class ReindexMetrics:
     runs: Counter
     documents: Counter
     sweep_last_success: Gauge
+    sweep_leftovers: Counter
     lease_skips: Counter
 
     @classmethod
@@ -206,12 +210,16 @@ class ReindexMetrics:
                 "Unix time the last successful sweep ended (0: never).",
                 namespace=ns, registry=registry,
             ),
+            sweep_leftovers=Counter("sweep_leftovers", "Leftover chunks found by the sweep.",
+                                    ["reason"], namespace=ns, registry=registry),
             lease_skips=Counter("scheduler_lease_skips",
                                 "Job occurrences left to another scheduler replica.", ["job"],
                                 namespace=ns, registry=registry),
         )
         for decision in REINDEX_DECISIONS:
             metrics.documents.labels(decision=decision)
+        for reason in LEFTOVER_REASONS:
+            metrics.sweep_leftovers.labels(reason=reason)
         for job in ("reconcile", "sweep"):
             metrics.lease_skips.labels(job=job)
             for outcome in REINDEX_OUTCOMES:

@@ -126,6 +126,8 @@ class JobRunner:
                     self.metrics.runs.labels(job=SWEEP, outcome=outcome.value).inc()
                     if outcome is Outcome.SUCCESS:
                         self.metrics.sweep_last_success.set(ended.timestamp())
+                    for reason, count in (report.leftovers.items() if report else ()):
+                        self.metrics.sweep_leftovers.labels(reason=reason).inc(count)
                 self._save(record.finished(ended, outcome.value, counts, error))
             return report
 

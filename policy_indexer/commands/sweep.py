@@ -1,10 +1,18 @@
-"""``policy-indexer sweep``: find and delete leftover chunk versions across the index."""
+"""``policy-indexer sweep``: find and delete leftover chunk versions across the index.
+
+A one-shot process: it prints what it did and logs the same report as one
+structured line (``sweep finished``), rather than counting into a Prometheus
+registry nobody scrapes before it exits. The long-lived processes that sweep on
+a schedule (``policy-indexer scheduler``, the embedded run) count
+``policy_indexer_sweep_leftovers_total`` (``reindex.jobs.JobRunner.sweep``).
+"""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 import click
+import structlog
 from elastic_transport import TransportError
 from elasticsearch import ApiError
 
@@ -12,6 +20,8 @@ from deleter.sweep import sweep as run_sweep
 from policy_indexer.commands.run import open_store
 from policy_indexer.settings import Settings
 from store.errors import StoreError
+
+log = structlog.get_logger(__name__)
 
 
 @click.command()
@@ -37,6 +47,9 @@ def sweep(settings: Settings, dry_run: bool, grace_seconds: float | None) -> Non
         ) from exc
     finally:
         store.close()
+    log.info("sweep finished", chunks_index=store.names.chunks, dry_run=dry_run,
+             examined=report.examined, leftovers=dict(report.leftovers),
+             deleted=report.deleted, kept_in_grace=report.kept_in_grace)
     verb = "would delete" if dry_run else "deleted"
     click.echo(f"examined {report.examined} chunks in {store.names.chunks!r}")
     if not report.total_leftovers:

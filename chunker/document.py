@@ -19,11 +19,12 @@ from chunker import links
 from chunker.blocks import ParsedDocument
 from chunker.html import html_to_text, parse_html
 from chunker.inputs import check_changed_at, check_identity, content_kind, decode
-from chunker.markdown import parse_markdown
+from chunker.markdown import anchors_in, parse_markdown
 from chunker.merge import plan_units
 from chunker.metadata import merge_metadata, parse_front_matter
-from chunker.model import Chunk, DocumentMetadata, Neighbours, chunk_id
+from chunker.model import Chunk, DocumentMetadata, Neighbours, build, chunk_id
 from chunker.policy import SizePolicy
+from chunker.scan import expand_regions, scan_markdown
 from chunker.sections import Section, SlugRegistry, build_sections, path_title
 from chunker.split import Part, split_unit
 from chunker.tokens import SpanCounter, count_tokens
@@ -48,7 +49,11 @@ def chunk_document(
     check_changed_at(changed_at)
     kind = content_kind(content_type)
     text = decode(content)
-    parsed: ParsedDocument = parse_markdown(text) if kind == "text/markdown" else parse_html(text)
+    parsed: ParsedDocument
+    if kind == "text/markdown":
+        parsed = scan_markdown(text) or parse_markdown(text)
+    else:
+        parsed = parse_html(text)
     front = parse_front_matter(parsed.front_matter) if parsed.front_matter is not None else {}
     if parsed.title and "title" not in front:
         front["title"] = parsed.title
@@ -57,8 +62,12 @@ def chunk_document(
     sections = build_sections(text, parsed.blocks, parsed.body_start, slugs)
     if not sections:
         return []
+    if kind == "text/markdown":
+        for section in sections:  # explicit ids in the section's text, below its heading
+            below = section.blocks[0].end if section.level else section.start
+            section.anchors.extend(anchors_in(text, below, section.own_end))
 
-    count = SpanCounter(text, [parsed.body_start, *(block.start for block in parsed.blocks)])
+    count = SpanCounter(text)
 
     drafts: list[_Draft] = []
     first_chunk: dict[int, int] = {}  # section index -> index of the chunk where it starts
@@ -67,7 +76,9 @@ def chunk_document(
         if unit.tokens <= policy.max_tokens:
             parts = [Part(unit.start, unit.end, None, False, unit.tokens)]
         else:
-            blocks = [block for index in unit.sections for block in sections[index].blocks]
+            blocks = expand_regions(
+                text, [block for index in unit.sections for block in sections[index].blocks]
+            )
             parts = split_unit(text, blocks, (unit.start, unit.end), policy, count)
         kept = [part for part in (_trim(text, part, kind) for part in parts) if part is not None]
         for number, part in enumerate(kept, start=1):
@@ -123,31 +134,37 @@ def _chunk(
     heading_path = [common.root, *draft.section.path]
     split = draft.parts > 1
     # every value is built here from checked input: validating again only costs time
-    return Chunk.model_construct(
-        chunk_id=ids[ordinal],
-        document_id=common.document_id,
-        version=common.version,
-        section=draft.slug,
-        ordinal=ordinal,
-        heading_path=heading_path,
-        text=chunk_text,
-        embed_text=" > ".join(heading_path) + "\n" + chunk_text,
-        char_start=part.start,
-        char_end=part.end,
-        # whitespace is free and cuts fall on whitespace, so the parts' sums are exact
-        token_count=part.tokens if common.content_type != "text/html" else count_tokens(body),
-        part=draft.number if split else None,
-        parts=draft.parts if split else None,
-        repeated_header=part.header,
-        unsplittable=part.unsplittable,
-        neighbours=Neighbours.model_construct(
-            previous=ids[ordinal - 1] if ordinal else None,
-            next=ids[ordinal + 1] if ordinal + 1 < len(ids) else None,
-            related=[ids[i] for i in related],
+    return build(
+        Chunk,
+        dict(
+            chunk_id=ids[ordinal],
+            document_id=common.document_id,
+            version=common.version,
+            section=draft.slug,
+            ordinal=ordinal,
+            heading_path=heading_path,
+            text=chunk_text,
+            embed_text=" > ".join(heading_path) + "\n" + chunk_text,
+            char_start=part.start,
+            char_end=part.end,
+            # whitespace is free and cuts fall on whitespace, so the parts' sums are exact
+            token_count=part.tokens if common.content_type != "text/html" else count_tokens(body),
+            part=draft.number if split else None,
+            parts=draft.parts if split else None,
+            repeated_header=part.header,
+            unsplittable=part.unsplittable,
+            neighbours=build(
+                Neighbours,
+                dict(
+                    previous=ids[ordinal - 1] if ordinal else None,
+                    next=ids[ordinal + 1] if ordinal + 1 < len(ids) else None,
+                    related=[ids[i] for i in related],
+                ),
+            ),
+            metadata=common.meta,
+            content_type=common.content_type,
+            changed_at=common.changed_at,
         ),
-        metadata=common.meta,
-        content_type=common.content_type,
-        changed_at=common.changed_at,
     )
 
 

@@ -17,13 +17,14 @@ from urllib.parse import unquote
 from chunker.sections import Section, kramdown_slug
 
 # Every repetition is bounded (or stops at a character the next part needs),
-# so that no input makes a search quadratic.
-_LINK = re.compile(
-    r"""\]\([ \t]{0,8}<?#([^)\s>]{1,200})"""
-    r"""|href[ \t]{0,8}=[ \t]{0,8}["']#([^"'\s]{1,200})["']"""
-    r"""|^[ \t]{0,3}\[[^\]\n]{1,200}\]:[ \t]{0,8}#(\S{1,200})""",
-    re.M,
+# so that no input makes a search quadratic. Each pattern starts with a
+# literal, which the regex engine finds at memchr speed.
+_LINKS = (
+    re.compile(r"""\]\([ \t]{0,8}<?#([^)\s>]{1,200})"""),  # [text](#anchor)
+    re.compile(r"""href[ \t]{0,8}=[ \t]{0,8}["']#([^"'\s]{1,200})["']"""),  # <a href="#anchor">
+    re.compile(r"""\]:[ \t]{0,8}#(\S{1,200})"""),  # [label]: #anchor
 )
+_DEFINITION_LABEL = re.compile(r"[ \t]{0,3}\[[^\]\n]{1,200}")
 EXCEPTION_WORDS = re.compile(
     r"\b(?:exceptions?|exclusions?|excluded|exemptions?|limitations?|carve[- ]outs?|"
     r"does not apply|not covered|unless|ausnahmen?|haftungsbeschränkung|einschränkungen?|"
@@ -41,8 +42,7 @@ def anchor_targets(sections: list[Section]) -> dict[str, int]:
         names = [section.slug]
         if section.level:
             names.append(kramdown_slug(section.title))
-        for block in section.blocks:
-            names.extend(block.anchors)
+        names.extend(section.anchors)
         for name in names:
             if name:
                 targets.setdefault(name, section.index)
@@ -51,10 +51,23 @@ def anchor_targets(sections: list[Section]) -> dict[str, int]:
 
 
 def linked_anchors(text: str) -> list[str]:
-    """Anchor names that ``text`` links to, in order of appearance."""
+    """Anchor names that ``text`` links to (order does not matter to the caller)."""
     if "#" not in text:
         return []
-    return [unquote(a or b or c) for a, b, c in _LINK.findall(text)]
+    found: list[str] = []
+    for pattern in _LINKS:
+        for match in pattern.finditer(text):
+            if pattern is _LINKS[2] and not _is_definition(text, match.start()):
+                continue
+            found.append(unquote(match.group(1)))
+    return found
+
+
+def _is_definition(text: str, colon: int) -> bool:
+    """Whether the ``]:`` at ``colon`` ends the label of a link reference definition."""
+    line_start = text.rfind("\n", 0, colon) + 1
+    label = _DEFINITION_LABEL.fullmatch(text, line_start, colon)
+    return label is not None
 
 
 def is_exception(title: str) -> bool:

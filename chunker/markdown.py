@@ -10,6 +10,7 @@ quotes: blocks nested deeper are kept whole inside their top-level block.
 
 from __future__ import annotations
 
+import itertools
 import re
 from functools import lru_cache
 
@@ -42,11 +43,16 @@ _KINDS = {
 MAX_NESTING = 20
 
 
-@lru_cache(maxsize=1)
-def block_parser() -> MarkdownIt:
-    """The block-level parser (built once; markdown-it keeps no state between parses)."""
+@lru_cache(maxsize=2)
+def block_parser(front_matter: bool = True) -> MarkdownIt:
+    """The block-level parser (built once; markdown-it keeps no state between parses).
+
+    Without ``front_matter``, for a span of a document: a span that starts
+    with ``---`` is not the document's start.
+    """
     md = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING}).enable("table")
-    md.use(front_matter_plugin)
+    if front_matter:
+        md.use(front_matter_plugin)
     md.disable(["inline", "text_join"])
     return md
 
@@ -56,12 +62,22 @@ def _inline_parser() -> MarkdownIt:
     return MarkdownIt("commonmark", {"maxNesting": MAX_NESTING})
 
 
+def split_lines(text: str) -> tuple[list[str], list[int]]:
+    """The lines of ``text`` without their ends (``\n``, ``\r\n`` or ``\r``), and the
+    offset where each starts, plus ``len(text)`` as a sentinel."""
+    if "\r" in text:
+        lines = _NEWLINE.split(text)
+        starts = [0, *(m.end() for m in _NEWLINE.finditer(text)), len(text)]
+    else:  # the common case, at C speed
+        lines = text.split("\n")
+        after_end = map((1).__add__, map(len, lines[:-1]))  # each line and its "\n"
+        starts = [*itertools.accumulate(after_end, initial=0), len(text)]
+    return lines, starts
+
+
 def line_starts(text: str) -> list[int]:
     """Offset of the start of every line, plus ``len(text)`` as a sentinel."""
-    starts = [0]
-    starts.extend(m.end() for m in _NEWLINE.finditer(text))
-    starts.append(len(text))
-    return starts
+    return split_lines(text)[1]
 
 
 def heading_title(inline_source: str) -> tuple[str, tuple[str, ...]]:
@@ -82,17 +98,37 @@ def heading_title(inline_source: str) -> tuple[str, tuple[str, ...]]:
     return title, anchors
 
 
+def anchors_in(text: str, start: int, end: int) -> list[str]:
+    """Explicit anchor ids (``<a id=..>``, ``<a name=..>``, kramdown's ``{#id}``) in a span."""
+    if text.find("<a", start, end) < 0 and text.find("{", start, end) < 0:
+        return []
+    return [a or b for a, b in _ANCHOR_DEF.findall(text, start, end)]
+
+
 def parse_markdown(text: str) -> ParsedDocument:
+    """The whole document: front matter and every top-level block."""
     tokens: list[Token] = block_parser().parse(text)
+    return _to_blocks(text, tokens, 0)
+
+
+def parse_span(text: str, start: int, end: int) -> list[Block]:
+    """The top-level blocks of ``text[start:end]``, a span that starts at a top-level
+    heading (or the body's start) and ends at the next one or at the end."""
+    tokens: list[Token] = block_parser(front_matter=False).parse(text[start:end])
+    return _to_blocks(text[start:end], tokens, start).blocks
+
+
+def _to_blocks(text: str, tokens: list[Token], base: int) -> ParsedDocument:
+    """Blocks of the top-level tokens, as spans of ``text`` shifted by ``base``."""
     starts = line_starts(text)
     last = len(starts) - 1
 
     def offset(line: int) -> int:
-        return starts[min(line, last)]
+        return base + starts[min(line, last)]
 
     blocks: list[Block] = []
     front_matter: str | None = None
-    body_start = 0
+    body_start = base
     i = 0
     n = len(tokens)
     while i < n:
@@ -136,12 +172,6 @@ def parse_markdown(text: str) -> ParsedDocument:
                 Block(kind, start, end, splits=tuple(rows[1:]), header_end=offset(first + 2))
             )
         else:
-            block_text = text[start:end]
-            anchors = (
-                tuple(a or b for a, b in _ANCHOR_DEF.findall(block_text))
-                if ("<a" in block_text or "{" in block_text)
-                else ()
-            )
-            blocks.append(Block(kind, start, end, splits=tuple(splits), anchors=anchors))
+            blocks.append(Block(kind, start, end, splits=tuple(splits)))
         i = j
     return ParsedDocument(body_start=body_start, front_matter=front_matter, blocks=blocks)

@@ -7,6 +7,7 @@ columns); extend them, do not rename them.
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -67,6 +68,25 @@ class Chunk(BaseModel):
     metadata: DocumentMetadata = Field(default_factory=DocumentMetadata)
     content_type: str = "text/markdown"
     changed_at: datetime | None = None
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def build(model: type[Model], values: dict[str, Any]) -> Model:
+    """An instance of ``model`` from a value for every field, without validation.
+
+    For values the chunker built itself from checked input: what
+    ``model_construct`` does when every field is given, without its per-field
+    work for defaults and aliases, which cost a fifth of a chunker run. Tested
+    to give what ``model_construct`` gives.
+    """
+    instance = model.__new__(model)
+    object.__setattr__(instance, "__dict__", values)
+    object.__setattr__(instance, "__pydantic_fields_set__", set(values))
+    object.__setattr__(instance, "__pydantic_extra__", None)
+    object.__setattr__(instance, "__pydantic_private__", None)
+    return instance
 
 
 def chunk_id(document_id: str, version: int, section: str) -> str:

@@ -36,6 +36,7 @@ class Section:
     parent: int | None
     slug: str = ""
     children: list[int] = field(default_factory=list)
+    anchors: list[str] = field(default_factory=list)  # explicit ids defined in the section
 
 
 def path_title(title: str) -> str:
@@ -95,6 +96,7 @@ def build_sections(
         if block.kind != "heading":
             if sections:
                 sections[-1].blocks.append(block)
+                sections[-1].anchors.extend(block.anchors)
             else:
                 preamble.append(block)
             continue
@@ -118,6 +120,7 @@ def build_sections(
             blocks=[block],
             parent=parent,
             slug=slugs.unique(github_slug(block.title)),
+            anchors=list(block.anchors),
         )
         if parent is not None:
             sections[parent].children.append(section.index)
@@ -140,4 +143,5 @@ def _preamble(blocks: list[Block], start: int, end: int, slugs: SlugRegistry) ->
         blocks=list(blocks),
         parent=None,
         slug=slugs.unique(PREAMBLE_SLUG),
+        anchors=[anchor for block in blocks for anchor in block.anchors],
     )

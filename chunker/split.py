@@ -13,15 +13,14 @@ parts cover the unit exactly.
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from chunker.blocks import Block
 from chunker.policy import SizePolicy
-from chunker.tokens import PIECE, count_tokens
+from chunker.tokens import SpanCounter, count_tokens
 
 _TEXT_BOUNDARIES = (
     re.compile(r"\n[ \t]*\n\s*"),  # blank lines
@@ -30,9 +29,6 @@ _TEXT_BOUNDARIES = (
     re.compile(r"\s+"),  # whitespace
 )
 _SPACE = re.compile(r"\s")
-
-Count = Callable[[int, int], int]
-
 
 @dataclass(frozen=True, slots=True)
 class Piece:
@@ -53,7 +49,7 @@ class Part:
 
 
 def split_unit(
-    text: str, blocks: list[Block], span: tuple[int, int], policy: SizePolicy, count: Count
+    text: str, blocks: list[Block], span: tuple[int, int], policy: SizePolicy, count: SpanCounter
 ) -> list[Part]:
     """Parts covering ``span``, a unit of ``text`` whose blocks (in order) are ``blocks``.
 
@@ -82,7 +78,7 @@ def split_unit(
 class _Splitter:
     text: str
     policy: SizePolicy
-    count: Count
+    count: SpanCounter
 
     def pieces(self, blocks: list[Block], start: int, end: int) -> Iterator[Piece]:
         cuts = [start] + [b.start for b in blocks if start < b.start < end] + [end]
@@ -124,23 +120,17 @@ class _Splitter:
         budget = self.policy.max_tokens
         position = start
         while position < end:
-            # starts of the next budget + 1 tokens: where the budget runs out
-            starts = [
-                match.start()
-                for match in itertools.islice(PIECE.finditer(self.text, position, end), budget + 1)
-            ]
-            if len(starts) <= budget:
-                yield Piece(position, end, len(starts))
+            limit = self.count.budget_end(position, end, budget)  # where the budget runs out
+            if limit is None:
+                yield Piece(position, end, self.count(position, end))
                 return
-            limit = starts[budget]
             cut = _best_cut(self.text, position, limit)
             if cut is None:  # one run with no whitespace: keep it whole, flagged
                 space = _SPACE.search(self.text, limit, end)
                 cut = space.start() if space else end
                 yield Piece(position, cut, self.count(position, cut), unsplittable=True)
             else:
-                # whitespace is free, so the tokens before the cut are those starting before it
-                yield Piece(position, cut, bisect.bisect_left(starts, cut))
+                yield Piece(position, cut, self.count(position, cut))
             position = cut
 
 

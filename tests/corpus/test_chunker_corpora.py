@@ -18,6 +18,8 @@ import pytest
 
 from chunker import ChunkerError, SizePolicy, chunk_document
 from chunker.invariants import problems
+from chunker.markdown import parse_markdown
+from chunker.scan import expand_regions, scan_markdown
 
 pytestmark = pytest.mark.corpus
 
@@ -63,3 +65,31 @@ def test_every_version_of_every_document_chunks_losslessly(name: str, upserts: i
     assert failures == []
     assert seen == upserts
     assert chunks_total > seen
+
+
+@pytest.mark.parametrize("name", ["basecamp-policies.jsonl", "mozilla-legal-docs.jsonl.gz"])
+def test_the_line_scanner_finds_markdown_its_blocks_in_every_version(name: str) -> None:
+    """The fast path (``chunker.scan``) against a full markdown-it parse, version by version.
+
+    Where the scanner answers, its blocks (regions expanded) must be
+    markdown-it's, and it must answer for nearly every document: a scanner
+    that gave up everywhere would be correct but would lose the speed it is for.
+    """
+    answered = deferred = 0
+    failures: list[str] = []
+    for event in _upserts(name):
+        text = str(event["content"])
+        fast = scan_markdown(text)
+        if fast is None:
+            deferred += 1
+            continue
+        answered += 1
+        full = parse_markdown(text)
+        if (fast.front_matter, fast.body_start, expand_regions(text, fast.blocks)) != (
+            full.front_matter,
+            full.body_start,
+            full.blocks,
+        ):
+            failures.append(f"{event['document_id']} v{event['version']}")
+    assert failures == []
+    assert deferred <= 0.01 * (answered + deferred), f"{deferred} documents left to markdown-it"

@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime
 import pytest
 
 from chunker import (
+    Chunk,
     ChunkerError,
     InvalidContent,
     InvalidFrontMatter,
@@ -197,3 +198,13 @@ def test_change_event_metadata_overrides_are_accepted_as_they_come() -> None:
         ["eu-agents"],
     )
     assert meta.scope == ["us", "eu"]  # not in the event: front matter stands
+
+
+def test_chunks_built_without_validation_equal_validated_ones() -> None:
+    """``chunker.model.build`` skips pydantic's per-field work: the result must not differ."""
+    chunks = chunk_document("refund", 3, "# Refunds\n\nWithin 30 days.\n\n## Exceptions\n\nSale items.")
+    for chunk in chunks:
+        again = Chunk.model_validate(chunk.model_dump())
+        assert again == chunk
+        assert again.model_dump_json() == chunk.model_dump_json()
+        assert chunk.model_fields_set == again.model_fields_set

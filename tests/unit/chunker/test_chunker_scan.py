@@ -1,0 +1,108 @@
+"""The line scanner finds exactly the top-level blocks markdown-it finds, or defers to it.
+
+Documents are generated line by line from the lines that decide block
+structure (headings at every indent, setext underlines, fences, the seven
+kinds of HTML block and their ends, rules, list items, quotes, table rows,
+link reference definitions, indented code, tabs, front matter), so that the
+scanner's state machine meets them in every order. Whenever the scanner
+answers, its blocks (with regions expanded by markdown-it) must equal a full
+markdown-it parse: kinds, spans, heading levels and titles, list and table
+split points. The corpus test (tests/corpus) does the same on every version
+of both real libraries.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chunker.blocks import Block
+from chunker.markdown import parse_markdown
+from chunker.scan import REGION, expand_regions, scan_markdown
+
+DECIDING_LINES = [
+    "# Refunds", "## Exceptions ##", "   ### Indented three", "    # four spaces: code",
+    "\t# tab: code", " \t## space and tab", "#NoSpace", "####### seven", "#",
+    "Title line", "===", "---", "  --  ", "- - -", "***", "___", "=",
+    "```", "```py", "~~~~", "``` has ` backtick", "   ```", "~~~",
+    "<div>", "</div>", "<!-- comment", "still comment -->", "<script>", "</script>",
+    "<?php", "?>", "<!DOCTYPE html>", "<![CDATA[", "]]>", "<span>", "<a href=\"x\">",
+    "  <div>", "<custom-tag>",
+    "- item", "* item", "+ item", "1. item", "2) item", "-", "  - nested", "    - deep",
+    "> quote", "> # quoted heading", ">",
+    "| a | b |", "|---|---|", "a | b", "--- | ---", "| x |",
+    "[ref]: /url", "[ref]: #anchor 'title'",
+    "    indented code", "\tcode after tab",
+    "plain text with words", "  two-space text", "text with a | pipe",
+    "", "", "", "   ", "\t", "...",
+    "1986. a year", "-    wide item", "  > indented quote", "<pre>", "</pre>", "<style>",
+    "</span>", "  ===", "Setext ==", "### closed ###   ", "\u00a0# nbsp first",
+]  # fmt: skip
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> str:
+    lines = draw(st.lists(st.sampled_from(DECIDING_LINES), max_size=40))
+    ending = draw(st.sampled_from(["\n", "\r\n", "\r"]))
+    if draw(st.booleans()):
+        lines = ["---", "title: T", draw(st.sampled_from(["---", "...", "-----", "x"])), *lines]
+    return ending.join(lines) + draw(st.sampled_from(["", ending]))
+
+
+def _shape(blocks: list[Block]) -> list[tuple[object, ...]]:
+    return [
+        (b.kind, b.start, b.end, b.level, b.title, b.splits, b.header_end, b.anchors)
+        for b in blocks
+    ]
+
+
+def _assert_same_as_markdown_it(text: str) -> bool:
+    """Compare when the scanner answers; True when it did."""
+    fast = scan_markdown(text)
+    if fast is None:
+        return False
+    full = parse_markdown(text)
+    assert (fast.front_matter, fast.body_start) == (full.front_matter, full.body_start)
+    assert _shape(expand_regions(text, fast.blocks)) == _shape(full.blocks)
+    for block in fast.blocks:  # a region never hides a section boundary
+        if block.kind == REGION:
+            assert all(b.kind != "heading" for b in expand_regions(text, [block]))
+    return True
+
+
+@settings(max_examples=1500, deadline=None)
+@given(documents())
+def test_generated_documents_scan_like_markdown_it(text: str) -> None:
+    _assert_same_as_markdown_it(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Intro\nmore intro\n===\nbody",  # a two-line setext heading
+        "```\n# not a heading\n```\n# heading",
+        "<!--\n# hidden\n-->\n# shown",
+        "<div>\n# inside the HTML block\n\n# after the blank line",
+        "Para\n<span>\n# interrupts",  # a lone tag cannot interrupt a paragraph
+        "- item\n\n# closes the list",
+        "| a | b |\n|---|---|\n| 1 | 2 |\n# ends the table",
+        "    code\n# heading",
+        "---\ntitle: x\n---\n# after front matter",
+        "Para\n- item\n\ntext",
+    ],
+)
+def test_the_cases_that_decide_headings(text: str) -> None:
+    assert _assert_same_as_markdown_it(text), "the scanner should decide this one itself"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- item\n  # heading in the item, or not?",  # indented heading after a list item
+        "- item\nlazy line\n---",  # setext under a lazy continuation line
+        "- item\n<span>\n# x",  # lone tag after a lazy line
+    ],
+)
+def test_undecidable_lines_defer_to_markdown_it(text: str) -> None:
+    assert scan_markdown(text) is None

@@ -11,6 +11,7 @@ the body exactly once, in order.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -102,6 +103,9 @@ def chunk_document(
     ]
 
 
+_ASCII_SPACE = frozenset(" \t\n\r\f\v")
+
+
 @dataclass(frozen=True, slots=True)
 class _Draft:
     section: Section
@@ -172,12 +176,16 @@ def _related(
     text: str, sections: list[Section], drafts: list[_Draft], first_chunk: dict[int, int]
 ) -> list[list[int]]:
     related: list[set[int]] = [set() for _ in drafts]
-    targets = links.anchor_targets(sections)
-    for position, draft in enumerate(drafts):
-        for anchor in links.linked_anchors(text[draft.part.start : draft.part.end]):
-            section = targets.get(anchor, targets.get(anchor.lower()))
-            if section is not None and section in first_chunk:
-                related[position].add(first_chunk[section])
+    found = links.linked_anchors(text)  # links anywhere: each belongs to the chunk around it
+    targets = links.anchor_targets(sections) if found else {}
+    ends = [draft.part.end for draft in drafts]
+    for offset, anchor in found:
+        position = bisect.bisect_right(ends, offset)
+        section = targets.get(anchor, targets.get(anchor.lower()))
+        if position == len(drafts) or drafts[position].part.start > offset:
+            continue  # in front matter, or in whitespace between chunks
+        if section is not None and section in first_chunk:
+            related[position].add(first_chunk[section])
     for rule, exception in links.exception_pairs(sections):
         a, b = first_chunk.get(rule), first_chunk.get(exception)
         if a is not None and b is not None:
@@ -199,9 +207,10 @@ def _trim(text: str, part: Part, kind: str) -> Part | None:
     start, end = part.start, part.end
     if kind == "text/html" and not html_to_text(text[start:end]):
         return None
-    while start < end and text[start].isspace():
+    # ASCII whitespace only: it is what token counts skip (see ``chunker.tokens``)
+    while start < end and text[start] in _ASCII_SPACE:
         start += 1
-    while end > start and text[end - 1].isspace():
+    while end > start and text[end - 1] in _ASCII_SPACE:
         end -= 1
     if start == end:
         return None

@@ -50,16 +50,16 @@ def anchor_targets(sections: list[Section]) -> dict[str, int]:
     return targets
 
 
-def linked_anchors(text: str) -> list[str]:
-    """Anchor names that ``text`` links to (order does not matter to the caller)."""
+def linked_anchors(text: str) -> list[tuple[int, str]]:
+    """Anchor names that ``text`` links to, each with the offset of its link (unordered)."""
     if "#" not in text:
         return []
-    found: list[str] = []
+    found: list[tuple[int, str]] = []
     for pattern in _LINKS:
         for match in pattern.finditer(text):
             if pattern is _LINKS[2] and not _is_definition(text, match.start()):
                 continue
-            found.append(unquote(match.group(1)))
+            found.append((match.start(), unquote(match.group(1))))
     return found
 
 

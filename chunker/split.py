@@ -22,13 +22,18 @@ from chunker.blocks import Block
 from chunker.policy import SizePolicy
 from chunker.tokens import SpanCounter, count_tokens
 
+# Cuts fall after ASCII whitespace (or after a CJK full stop, where the character
+# class changes), where token counts add up: see ``chunker.tokens``.
 _TEXT_BOUNDARIES = (
-    re.compile(r"\n[ \t]*\n\s*"),  # blank lines
+    re.compile(r"\n[ \t]*\n[ \t\n\r\f\v]*"),  # blank lines
     re.compile(r"\n"),  # line ends
-    re.compile(r"[.!?…][\"'”’)\]]*\s+|[。！？](?![^\w\s])\s*"),  # sentence ends  # noqa: RUF001
-    re.compile(r"\s+"),  # whitespace
+    re.compile(  # sentence ends
+        r"[.!?…][\"'”’)\]]*[ \t\n\r\f\v]+|[。！？](?![^\w\s])[ \t\n\r\f\v]*"  # noqa: RUF001
+    ),
+    re.compile(r"[ \t\n\r\f\v]+"),  # whitespace
 )
-_SPACE = re.compile(r"\s")
+_SPACE = re.compile(r"[ \t\n\r\f\v]")
+
 
 @dataclass(frozen=True, slots=True)
 class Piece:

@@ -7,9 +7,11 @@ ASCII letters, up to three ASCII digits, up to two ASCII punctuation marks,
 up to two letters of an alphabet written with two UTF-8 bytes (accented
 Latin, Greek, Cyrillic, Hebrew, Arabic...), and one character of anything
 written with three or four bytes (Han, kana, Hangul, Indic scripts, curly
-quotes, emoji). Whitespace (any ``str.isspace`` character) and ``_`` count
-for nothing, so the count is additive: ``count(a + " " + b) == count(a) +
-count(b)``, which lets the chunker count each character once and add up.
+quotes, emoji). ASCII whitespace and ``_`` count for nothing (a no-break
+space counts as a two-byte character), so the count is additive:
+``count(a + " " + b) == count(a) + count(b)``, which lets the chunker count
+each character once and add up; it cuts only after ASCII whitespace or
+between characters of different classes.
 
 How it runs at C speed: the text becomes a *class string*, one byte per
 character (``a`` letter, ``0`` digit, ``.`` punctuation, ``l`` two-byte
@@ -51,9 +53,6 @@ _ONLY = {
     cls: bytes(0x31 if byte == cls[0] else 0x30 for byte in range(256))
     for cls in (*(c for c, _ in _RUN_CLASSES), _WIDE)
 }
-_WIDE_SPACE = re.compile(
-    "[" + "".join(chr(code) for code in range(0x80, 0x10000) if chr(code).isspace()) + "]"
-)
 _RUN = {cls: re.compile(re.escape(cls) + b"+") for cls, _ in _RUN_CLASSES}
 # Runs up to this many pieces long are counted bit-parallel; longer ones one by one.
 _LEVELS = 4
@@ -61,18 +60,7 @@ _LEVELS = 4
 
 def classes(text: str) -> bytes:
     """The class string of ``text``: byte ``i`` is the class of character ``i``."""
-    cls = text.encode("utf-8", "surrogatepass").translate(_TABLE, _CONTINUATION)
-    if text.isascii():
-        return cls
-    # whitespace outside ASCII (no-break space, em space...) is whitespace too, so that
-    # counts add up at every place the splitter may cut
-    spaces = [match.start() for match in _WIDE_SPACE.finditer(text)]
-    if not spaces:
-        return cls
-    marked = bytearray(cls)
-    for position in spaces:
-        marked[position] = _SPACE[0]
-    return bytes(marked)
+    return text.encode("utf-8", "surrogatepass").translate(_TABLE, _CONTINUATION)
 
 
 def count_classes(cls: bytes) -> int:

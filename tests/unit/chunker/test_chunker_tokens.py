@@ -17,9 +17,9 @@ _PER_PIECE = {"letter": 6, "digit": 3, "punct": 2, "narrow": 2, "wide": 1}
 
 
 def _class(char: str) -> str:
-    if char.isspace() or char == "_":
-        return "space"
     if char.isascii():
+        if char.isspace() or char == "_":
+            return "space"
         if char.isalpha():
             return "letter"
         return "digit" if char.isdigit() else "punct"

@@ -27,7 +27,7 @@ _ANCHOR_DEF = re.compile(
     r"""|\{:?[ \t]{0,8}#([\w\-:.]{1,200})[ \t]{0,8}\}""",
     re.IGNORECASE,
 )
-_INLINE_MARKUP = re.compile(r"[\\`*_\[\]<>!&{]")
+_INLINE_MARKUP = re.compile(r"[\\`*_\[\]<>!&]")
 _KINDS = {
     "paragraph_open": "paragraph",
     "bullet_list_open": "list",
@@ -82,17 +82,19 @@ def line_starts(text: str) -> list[int]:
 
 def heading_title(inline_source: str) -> tuple[str, tuple[str, ...]]:
     """Plain text of a heading's inline Markdown, and the anchor ids it defines."""
-    if not _INLINE_MARKUP.search(inline_source):  # plain words: no need to parse
-        return " ".join(inline_source.split()), ()
-    anchors = tuple(a or b for a, b in _ANCHOR_DEF.findall(inline_source))
-    parts: list[str] = []
-    for token in _inline_parser().parseInline(inline_source):
-        for child in token.children or ():
-            if child.type in {"text", "code_inline"}:
-                parts.append(child.content)
-            elif child.type in {"softbreak", "hardbreak"}:
-                parts.append(" ")
-    title = " ".join("".join(parts).split())
+    has_ids = "<" in inline_source or "{" in inline_source
+    anchors = tuple(a or b for a, b in _ANCHOR_DEF.findall(inline_source)) if has_ids else ()
+    if _INLINE_MARKUP.search(inline_source):
+        parts: list[str] = []
+        for token in _inline_parser().parseInline(inline_source):
+            for child in token.children or ():
+                if child.type in {"text", "code_inline"}:
+                    parts.append(child.content)
+                elif child.type in {"softbreak", "hardbreak"}:
+                    parts.append(" ")
+        title = " ".join("".join(parts).split())
+    else:  # plain words (braces are plain text to markdown-it): no need to parse
+        title = " ".join(inline_source.split())
     # kramdown's "{#id}" attribute is not text
     title = _ANCHOR_DEF.sub("", title).strip() if "{" in title else title
     return title, anchors

@@ -120,8 +120,17 @@ class _Scanner:
         """Take line ``index``; False when only the full parser can tell what it is."""
         line = self.lines[index]
         # most lines: empty, or text at column 0, outside a fence and an HTML block
-        if (not line or line[0].isalpha()) and not (self.fence or self.html_end is not None):
-            return self._common_line(index, line)
+        if not (self.fence or self.html_end is not None):
+            if not line:
+                if self.pending == "paragraph":
+                    self.close(index)
+                self.para, self.prev_blank = False, True
+                return True
+            if line[0].isalpha():
+                if self.para is True and "|" not in line:  # the paragraph goes on
+                    self.prev_blank = False
+                    return True
+                return self._common_line(index, line)
         stripped = line.lstrip(" \t")
         indent = _columns(line, len(line) - len(stripped))
         if self.fence:

@@ -23,19 +23,21 @@ gives up and returns None; the caller then runs the full parser.
 
 from __future__ import annotations
 
-import re
-
-from markdown_it.rules_block.html_block import HTML_SEQUENCES
-
 from chunker.blocks import Block, ParsedDocument
+from chunker.lines import (
+    ATX,
+    BLANK_ENDS,
+    SETEXT,
+    atx_content,
+    closes_fence,
+    columns,
+    front_matter,
+    html_end,
+    list_item,
+    opens_block,
+)
 from chunker.markdown import heading_title, parse_span, split_lines
 
-_ATX = re.compile(r"#{1,6}(?=[ \t]|$)")
-_SETEXT = re.compile(r"(?:=+|-+)[ \t]*$")
-_HR = re.compile(r"([-*_])(?:[ \t]*\1){2,}[ \t]*$")
-_LIST = re.compile(r"(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)")
-_BLANK_ENDS = object()  # HTML blocks of types 6 and 7 end at a blank line
-_CANNOT_INTERRUPT = len(HTML_SEQUENCES) - 1  # type 7: a lone tag
 REGION = "region"  # blocks the scanner leaves to markdown-it: lists, quotes, tables
 
 
@@ -48,7 +50,7 @@ def scan_markdown(text: str) -> ParsedDocument | None:
     split. A region never holds a heading.
     """
     lines, starts = split_lines(text)
-    front_matter, first = _front_matter(lines)
+    front, first = front_matter(lines)
     scanner = _Scanner(lines, starts)
     # like markdown-it, a last line of spaces and tabs (without a line end) is no line
     count = len(lines) - 1 if not lines[-1].strip(" \t") else len(lines)
@@ -58,7 +60,7 @@ def scan_markdown(text: str) -> ParsedDocument | None:
     scanner.close(max(first, count))
     return ParsedDocument(
         body_start=starts[min(first, len(starts) - 1)],
-        front_matter=front_matter,
+        front_matter=front,
         blocks=scanner.blocks,
     )
 
@@ -90,6 +92,9 @@ class _Scanner:
         self.para: bool | None = False  # True: in a top-level paragraph; None: cannot tell
         self.container = False  # a list or a quote may be open
         self.prev_blank = False
+        self.list_marker = ""  # open list: "-", "+", "*", "." or ")"
+        self.list_indent = 0  # column where the current item's content starts
+        self.list_items: list[int] = []  # offsets of its items after the first
 
     def _emit(self, kind: str, start: int, end: int) -> None:
         self.blocks.append(Block(kind, self.starts[start], self.starts[end]))
@@ -103,6 +108,9 @@ class _Scanner:
         """Close the open block so that it ends where line ``index`` starts."""
         if self.pending == "code":
             self._emit("code", self.pending_start, self.code_end)
+        elif self.pending == "list":
+            start, end = self.starts[self.pending_start], self.starts[index]
+            self.blocks.append(Block("list", start, end, splits=tuple(self.list_items)))
         elif self.pending:
             self._emit(self.pending, self.pending_start, index)
         self.pending = ""
@@ -119,6 +127,10 @@ class _Scanner:
     def feed(self, index: int) -> bool:
         """Take line ``index``; False when only the full parser can tell what it is."""
         line = self.lines[index]
+        if self.pending == "list":
+            taken = self._list_line(index, line)
+            if taken is not None:
+                return taken
         # most lines: empty, or text at column 0, outside a fence and an HTML block
         if not (self.fence or self.html_end is not None):
             if not line:
@@ -132,14 +144,14 @@ class _Scanner:
                     return True
                 return self._common_line(index, line)
         stripped = line.lstrip(" \t")
-        indent = _columns(line, len(line) - len(stripped))
+        indent = columns(line, len(line) - len(stripped))
         if self.fence:
-            if indent < 4 and _closes_fence(stripped, self.fence, self.fence_length):
+            if indent < 4 and closes_fence(stripped, self.fence, self.fence_length):
                 self.fence, self.para = "", False
                 self.close(index + 1)
             return True
         if self.html_end is not None:
-            if self.html_end is _BLANK_ENDS:
+            if self.html_end is BLANK_ENDS:
                 if not stripped:
                     self.html_end, self.para, self.prev_blank = None, False, True
                     self.close(index)
@@ -180,7 +192,7 @@ class _Scanner:
     def _block_line(self, index: int, stripped: str, indent: int, blank_before: bool) -> bool:
         """A non-blank line with 0-3 columns of indent."""
         first_char = stripped[0]
-        if first_char in "=-" and self.para is not False and _SETEXT.match(stripped):
+        if first_char in "=-" and self.para is not False and SETEXT.match(stripped):
             if self.para is None:
                 return False  # a heading or not: only the full parser knows
             content = "\n".join(self.lines[self.pending_start : index]).strip()
@@ -188,20 +200,26 @@ class _Scanner:
             self.blocks.append(_heading(content, self.starts, self.pending_start, index, level))
             self.pending, self.para = "", False
             return True
-        opens = _opens_block(stripped, self.para)
+        opens = opens_block(stripped, self.para)
         if opens == "unsure" or (indent and self.container and opens not in ("", "container")):
             return False  # a list item's heading, fence, HTML or rule, or a top-level one?
         if opens == "container":
+            item = list_item(stripped) if not indent else None
+            if item is not None and self.para is False and self.pending != REGION:
+                self._open("list", index)  # a list whose items the scanner can follow
+                self.list_marker, self.list_indent = item
+                self.list_items = []
+                return True
             self._unsure(index)
             self.container = True
         elif opens:
             self.container, self.para = False, False
             self._open(opens, index)
             if opens == "heading":
-                level = len(_ATX.match(stripped).group())  # type: ignore[union-attr]
+                level = len(ATX.match(stripped).group())  # type: ignore[union-attr]
                 self.pending = ""
                 self.blocks.append(
-                    _heading(_atx_content(stripped, level), self.starts, index, index, level)
+                    _heading(atx_content(stripped, level), self.starts, index, index, level)
                 )
             elif opens == "rule":
                 self.close(index + 1)
@@ -209,11 +227,47 @@ class _Scanner:
                 self.fence = first_char
                 self.fence_length = len(stripped) - len(stripped.lstrip(first_char))
             else:
-                self.html_end = _html_end(stripped)
+                self.html_end = html_end(stripped)
                 if self.html_end is None:  # ends on its first line
                     self.close(index + 1)
         else:
             self._text_line(index, stripped, indent, blank_before)
+        return True
+
+    def _list_line(self, index: int, line: str) -> bool | None:
+        """A line while a list is open: True when the list takes it, None when the list
+        ended before it (it is then read at the top level), False to give up.
+
+        A line indented to the item's content belongs to the item, whatever it
+        is; an item of the same list starts at column 0. A line less indented
+        ends the list when it cannot continue an item's paragraph: after a blank
+        line, or when it opens a heading, fence, HTML block or rule. Anything
+        else (a lazy line, a sibling item at columns 1-3, another kind of list,
+        a quote) turns the list into a region for markdown-it.
+        """
+        stripped = line.lstrip(" \t")
+        if not stripped:
+            self.prev_blank = True
+            return True
+        indent = columns(line, len(line) - len(stripped))
+        blank_before, self.prev_blank = self.prev_blank, False
+        if indent >= self.list_indent:
+            return True
+        opens = opens_block(stripped, False if blank_before else None) if indent < 4 else "?"
+        if opens == "unsure":
+            return False
+        if opens == "container":
+            item = list_item(stripped) if not indent else None
+            if item is not None and item[0] == self.list_marker:
+                self.list_items.append(self.starts[index])
+                self.list_indent = item[1]
+                return True
+        elif opens in ("heading", "fence", "html", "rule") or (opens == "" and blank_before):
+            self.close(index)
+            self.prev_blank = blank_before
+            self.container, self.para = False, False
+            return None
+        self.pending, self.container, self.para = REGION, True, None
         return True
 
     def _text_line(self, index: int, stripped: str, indent: int, blank_before: bool) -> None:
@@ -230,93 +284,6 @@ class _Scanner:
                 self._open("paragraph", index)
         elif self.para is True and "|" in stripped:
             self._unsure(index)  # a table may interrupt the paragraph here
-
-
-def _opens_block(stripped: str, para: bool | None) -> str:
-    """What a line with 0-3 columns of indent starts: "heading", "fence", "html",
-    "rule", "container" (list item or quote), "unsure", or "" for paragraph text."""
-    first_char = stripped[0]
-    if first_char == "#" and _ATX.match(stripped):
-        return "heading"
-    if first_char in "`~":
-        run = len(stripped) - len(stripped.lstrip(first_char))
-        if run >= 3 and not (first_char == "`" and "`" in stripped[run:]):
-            return "fence"
-    if first_char == "<":
-        kind = _html_kind(stripped)
-        if kind is not None:
-            if kind != _CANNOT_INTERRUPT:
-                return "html"
-            if para is None:
-                return "unsure"
-            return "" if para else "html"
-    if first_char in "-*_" and _HR.match(stripped):
-        return "rule"
-    if first_char == ">" or _LIST.match(stripped):
-        return "container"
-    return ""
-
-
-def _front_matter(lines: list[str]) -> tuple[str | None, int]:
-    """Front matter as markdown-it's front_matter plugin reads it: (content, first body line)."""
-    if not lines or not lines[0].startswith("---"):
-        return None, 0
-    markers = len(lines[0]) - len(lines[0].lstrip("-"))
-    for index in range(1, len(lines)):
-        line = lines[index]
-        stripped = line.lstrip(" \t")
-        if line.startswith("...") and not line[3:].strip(" \t"):
-            break
-        if not stripped.startswith("-") or _columns(line, len(line) - len(stripped)) >= 4:
-            continue
-        rest = stripped.lstrip("-")
-        if len(stripped) - len(rest) >= markers and not rest.strip(" \t"):
-            break
-    else:
-        return None, 0
-    return "\n".join(lines[1:index]), index + 1
-
-
-def _columns(line: str, count: int) -> int:
-    """Width of the first ``count`` characters (spaces and tabs), tabs to multiples of 4."""
-    if "\t" not in line[:count]:
-        return count
-    width = 0
-    for char in line[:count]:
-        width = width + 4 - width % 4 if char == "\t" else width + 1
-    return width
-
-
-def _closes_fence(stripped: str, fence: str, length: int) -> bool:
-    rest = stripped.lstrip(fence)
-    return len(stripped) - len(rest) >= length and not rest.strip(" \t")
-
-
-def _html_kind(stripped: str) -> int | None:
-    for kind, (start, _end, _interrupts) in enumerate(HTML_SEQUENCES):
-        if start.search(stripped):
-            return kind
-    return None
-
-
-def _html_end(stripped: str) -> object | None:
-    """What ends the HTML block this line opens: a pattern, a blank line, or None (it ends here)."""
-    end = HTML_SEQUENCES[_html_kind(stripped) or 0][1]
-    if end.search(""):
-        return _BLANK_ENDS
-    return None if end.search(stripped) else end
-
-
-def _atx_content(stripped: str, level: int) -> str:
-    """The text of an ATX heading: without the opening and the optional closing ``#`` run."""
-    end = len(stripped.rstrip(" \t"))
-    end = max(end, level)
-    closing = end
-    while closing > level and stripped[closing - 1] == "#":
-        closing -= 1
-    if closing > level and stripped[closing - 1] in " \t":
-        end = closing
-    return stripped[level:end].strip()
 
 
 def _heading(content: str, starts: list[int], first: int, last: int, level: int) -> Block:

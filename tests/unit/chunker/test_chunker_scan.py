@@ -36,7 +36,8 @@ DECIDING_LINES = [
     "    indented code", "\tcode after tab",
     "plain text with words", "  two-space text", "text with a | pipe",
     "", "", "", "   ", "\t", "...",
-    "1986. a year", "-    wide item", "  > indented quote", "<pre>", "</pre>", "<style>",
+    "1986. a year", "-    wide item", "10. ten", "1) paren", " - one-space item", "-\ttab item",
+    "  ```", "   continuation", "      six spaces", "-     five spaces", "  > indented quote", "<pre>", "</pre>", "<style>",
     "</span>", "  ===", "Setext ==", "### closed ###   ", "\u00a0# nbsp first",
 ]  # fmt: skip
 
@@ -90,6 +91,8 @@ def test_generated_documents_scan_like_markdown_it(text: str) -> None:
         "    code\n# heading",
         "---\ntitle: x\n---\n# after front matter",
         "Para\n- item\n\ntext",
+        "- item\n  # inside the item\n- next item\n\n  more of it\n\n# after the list",
+        "1. one\n2. two\n\n3) another list",
     ],
 )
 def test_the_cases_that_decide_headings(text: str) -> None:
@@ -99,7 +102,7 @@ def test_the_cases_that_decide_headings(text: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "- item\n  # heading in the item, or not?",  # indented heading after a list item
+        "- item\nlazy line\n  # heading in the item, or not?",  # indented, after a lazy line
         "- item\nlazy line\n---",  # setext under a lazy continuation line
         "- item\n<span>\n# x",  # lone tag after a lazy line
     ],

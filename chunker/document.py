@@ -87,6 +87,7 @@ def chunk_document(
             drafts.append(_Draft(head, slug, part, number, len(kept)))
         for index in unit.sections if kept else ():
             first_chunk[index] = _chunk_at(drafts, len(kept), sections[index].start)
+    del count  # the piece-start string: not needed while the chunks are built
     ids = [chunk_id(document_id, version, draft.slug) for draft in drafts]
     related = _related(text, sections, drafts, first_chunk)
     root = path_title(meta.title or document_id)

@@ -53,6 +53,7 @@ _ONLY = {
     cls: bytes(0x31 if byte == cls[0] else 0x30 for byte in range(256))
     for cls in (*(c for c, _ in _RUN_CLASSES), _WIDE)
 }
+_FREE = frozenset(chr(byte) for byte in range(0x80) if _TABLE[byte] == _SPACE[0])
 _RUN = {cls: re.compile(re.escape(cls) + b"+") for cls, _ in _RUN_CLASSES}
 # Runs up to this many pieces long are counted bit-parallel; longer ones one by one.
 _LEVELS = 4
@@ -146,17 +147,17 @@ class SpanCounter:
     its slice of the class string.
     """
 
-    def __init__(self, text: str, *, class_string: bytes | None = None) -> None:
-        self.classes = classes(text) if class_string is None else class_string
-        self._starts = _piece_starts(self.classes)
+    def __init__(self, text: str) -> None:
+        self._text = text  # a reference: only the piece-start string is the counter's own
+        self._starts = _piece_starts(classes(text))
 
     def _aligned(self, start: int) -> bool:
-        return start >= len(self._starts) or self._starts[start] == "1" or self.classes[start] == 32
+        return start >= len(self._starts) or self._starts[start] == "1" or self._text[start] in _FREE
 
     def __call__(self, start: int, end: int) -> int:
         if self._aligned(start):
             return self._starts.count("1", start, end)
-        return count_classes(self.classes[start:end])
+        return count_tokens(self._text[start:end])
 
     def budget_end(self, start: int, end: int, budget: int) -> int | None:
         """Where piece ``budget + 1`` of ``[start, end)`` begins; None if there are no more.
@@ -165,7 +166,7 @@ class SpanCounter:
         one, so the cost follows the budget, not the length of the span.
         """
         if not self._aligned(start):
-            inner = SpanCounter("", class_string=self.classes[start:end])
+            inner = SpanCounter(self._text[start:end])
             found = inner.budget_end(0, end - start, budget)
             return None if found is None else start + found
         low, step = start, 8 * (budget + 1)

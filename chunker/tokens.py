@@ -55,8 +55,10 @@ _ONLY = {
 }
 _FREE = frozenset(chr(byte) for byte in range(0x80) if _TABLE[byte] == _SPACE[0])
 _RUN = {cls: re.compile(re.escape(cls) + b"+") for cls, _ in _RUN_CLASSES}
-# Runs up to this many pieces long are counted bit-parallel; longer ones one by one.
-_LEVELS = 4
+# Levels are counted bit-parallel (each costs a few operations on the whole text)
+# until few runs are longer still, or at most this many; the rest one by one.
+_MAX_LEVELS = 32
+_FEW = 64
 
 
 def classes(text: str) -> bytes:
@@ -71,7 +73,8 @@ def count_classes(cls: bytes) -> int:
         if char in cls:
             levels, long_runs = _runs(cls, char, per_piece)
             total += sum(level.bit_count() for level in levels)
-            total += sum(-(-(end - start) // per_piece) - _LEVELS for start, end in long_runs)
+            done = len(levels)
+            total += sum(-(-(end - start) // per_piece) - done for start, end in long_runs)
     return total
 
 
@@ -79,12 +82,14 @@ def _runs(cls: bytes, char: bytes, per_piece: int) -> tuple[list[int], list[tupl
     """The runs of ``char`` in ``cls``, by how many pieces they hold.
 
     ``ceil(L / k)`` is the number of ``j >= 0`` with ``L >= j * k + 1``.
-    Level ``j`` (for the first ``_LEVELS``) is the set of run starts whose run
-    is that long, as bits of one integer: character ``i`` of ``n`` is bit
-    ``n - 1 - i``, so the previous character is one bit up and each level is
-    a shift and an ``and`` on the whole text at once. The few runs longer
-    still are found with ``bytes.find`` and returned as ``(start, end)``, so
-    a megabyte without a space costs no more than a megabyte of words.
+    Level ``j`` is the set of run starts whose run is that long, as bits of
+    one integer: character ``i`` of ``n`` is bit ``n - 1 - i``, so the
+    previous character is one bit up and each level is a shift and an
+    ``and`` on the whole text at once. Once a level holds few runs (or after
+    ``_MAX_LEVELS``), the runs longer still are found with ``bytes.find`` and
+    returned as ``(start, end)``: a megabyte without a space costs no more
+    than a megabyte of words, and a table full of long ``|-----|`` runs no
+    Python step per row.
     """
     bits = int(cls.translate(_ONLY[char]), 2)
     starts = bits & ~(bits >> 1)
@@ -93,13 +98,15 @@ def _runs(cls: bytes, char: bytes, per_piece: int) -> tuple[list[int], list[tupl
         window &= bits << shift
     levels: list[int] = []
     reach, length = bits, 1  # reach: the next `length` characters are all `char`
-    while len(levels) < _LEVELS:
+    while True:
         level = starts & reach
         if not level:
             return levels, []
         levels.append(level)
         reach &= window << length
         length += per_piece
+        if len(levels) >= _MAX_LEVELS or level.bit_count() <= _FEW:
+            break
     long_runs: list[tuple[int, int]] = []
     long_run = char * length
     position = cls.find(long_run)
@@ -122,8 +129,8 @@ def _piece_starts(cls: bytes) -> str:
         levels, long_runs = _runs(cls, char, per_piece)
         for number, level in enumerate(levels):  # piece `number` of a run
             bits |= level >> (number * per_piece)
-        for start, end in long_runs:  # pieces _LEVELS and up, at start + j * per_piece
-            first = start + _LEVELS * per_piece
+        for start, end in long_runs:  # the pieces past the levels, at start + j * per_piece
+            first = start + len(levels) * per_piece
             pieces = -(-(end - first) // per_piece)
             pattern = int(("1" + "0" * (per_piece - 1)) * pieces, 2)
             shift = size - first - pieces * per_piece
@@ -152,7 +159,8 @@ class SpanCounter:
         self._starts = _piece_starts(classes(text))
 
     def _aligned(self, start: int) -> bool:
-        return start >= len(self._starts) or self._starts[start] == "1" or self._text[start] in _FREE
+        starts = self._starts
+        return start >= len(starts) or starts[start] == "1" or self._text[start] in _FREE
 
     def __call__(self, start: int, end: int) -> int:
         if self._aligned(start):

@@ -9,6 +9,12 @@ chunks, one bulk write of the states (each guarded by ``external_gte``), one
 and so every crash argument of ``docs/indexing.md``, is unchanged; the
 checkpoints are now per batch.
 
+With a ``write_behind`` executor (the Kafka worker's; Elasticsearch's client is
+thread-safe), the chunks are written in slices of ``flush_chunks`` while the
+next documents of the batch are still being chunked: chunking is CPU work in
+this process, a bulk write mostly waiting on Elasticsearch, so the two overlap.
+All slices are finished (or failed) before the states are written.
+
 A superseded version is never chunked, so a poison one that a newer version of
 the same batch replaces is not dead-lettered (it is counted ``skipped_stale``,
 as if it had arrived after the newer one). A newest version that the store
@@ -17,8 +23,9 @@ refuses falls back to the older versions of the batch, one by one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass, field
 
 from chunker.model import Chunk
 from consumers.errors import PoisonEvent
@@ -40,10 +47,58 @@ class _Plan:
     older: list[int]  # applicable older versions of the batch, newest first
 
 
+@dataclass
+class _ChunkWriter:
+    """The batch's chunk writes, started in slices while later documents are chunked."""
+
+    write: Callable[[Sequence[Chunk]], int]
+    executor: Executor | None
+    flush_chunks: int
+    pending: list[Chunk] = field(default_factory=list)
+    sent: list[tuple[list[Chunk], Future[int] | None]] = field(default_factory=list)
+
+    def add(self, chunks: list[Chunk]) -> None:
+        self.pending.extend(chunks)
+        if self.executor is not None and len(self.pending) >= self.flush_chunks:
+            self._send()
+
+    def _send(self) -> None:
+        chunks, self.pending = self.pending, []
+        future = self.executor.submit(self.write, chunks) if self.executor is not None else None
+        self.sent.append((chunks, future))
+
+    def finish(self) -> tuple[int, list[tuple[list[Chunk], RejectedDocumentError]]]:
+        """Chunks written, and the slices the store refused; waits for every slice."""
+        if self.pending:
+            self._send()
+        written = 0
+        refused: list[tuple[list[Chunk], RejectedDocumentError]] = []
+        failure: BaseException | None = None
+        for chunks, future in self.sent:
+            try:
+                written += future.result() if future is not None else self.write(chunks)
+            except RejectedDocumentError as exc:
+                refused.append((chunks, exc))
+                written += len(chunks) - len(exc.item_ids)
+            except BaseException as exc:  # raised once every slice is done
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+        return written, refused
+
+
 class BatchProcessor:
-    def __init__(self, single: EventProcessor) -> None:
+    def __init__(
+        self,
+        single: EventProcessor,
+        *,
+        write_behind: Executor | None = None,
+        flush_chunks: int = 500,
+    ) -> None:
         self.single = single
         self.store = single.store
+        self.write_behind = write_behind
+        self.flush_chunks = flush_chunks
 
     def handle_batch(self, events: Sequence[ChangeEvent]) -> list[Result]:
         results: list[Result | None] = [None] * len(events)
@@ -53,14 +108,16 @@ class BatchProcessor:
         stored = get_states(self.store, list(by_doc))
         plans: dict[str, _Plan] = {}
         redelivered: dict[str, DocumentState] = {}
+        writer = _ChunkWriter(self.store.write_chunks, self.write_behind, self.flush_chunks)
         for doc, indices in by_doc.items():
             plan = self._plan(events, indices, stored.get(doc), results)
             if plan is not None:
                 plans[doc] = plan
+                writer.add(plan.chunks)
             state = stored.get(doc)
             if state is not None and any(events[i].version == state.version for i in indices):
                 redelivered[doc] = state
-        fallback = self._write_chunks(events, plans, results)
+        fallback = self._finish_writes(writer, events, plans, results)
         self.single.checkpoint("after-chunk-write")
         lost = put_states(self.store, [p.state for p in plans.values()])
         self.single.checkpoint("after-state-write")
@@ -126,22 +183,25 @@ class BatchProcessor:
             self.single.on_unchanged()
         return new_state
 
-    def _write_chunks(
-        self, events: Sequence[ChangeEvent], plans: dict[str, _Plan], results: list[Result | None]
+    def _finish_writes(
+        self,
+        writer: _ChunkWriter,
+        events: Sequence[ChangeEvent],
+        plans: dict[str, _Plan],
+        results: list[Result | None],
     ) -> list[int]:
-        """Bulk-write every plan's chunks; a refused document is poison and falls back."""
-        chunks = [c for plan in plans.values() for c in plan.chunks]
-        try:
-            self.single.chunks_written += self.store.write_chunks(chunks)
-            return []
-        except RejectedDocumentError as exc:
+        """Wait for every chunk write; a refused document is poison and falls back."""
+        written, refused_slices = writer.finish()
+        self.single.chunks_written += written
+        fallback: list[int] = []
+        for chunks, exc in refused_slices:
             owner = {c.chunk_id: c.document_id for c in chunks}
             refused = {owner[cid] for cid in exc.item_ids if cid in owner}
-            self.single.chunks_written += len(chunks) - len(exc.item_ids)
-            fallback: list[int] = []
             for doc in sorted(refused):
+                if doc not in plans:
+                    continue
                 plan = plans.pop(doc)
                 self.store.delete_chunks(c.chunk_id for c in plan.chunks)
                 results[plan.index] = PoisonEvent("rejected", f"{doc!r}: {exc}")
                 fallback.extend(sorted(plan.older, key=lambda i: events[i].version))
-            return fallback
+        return fallback

@@ -23,6 +23,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import structlog
@@ -81,7 +82,9 @@ class KafkaWorker:
         self.consumer = consumer
         self.topic = topic
         self.processor = processor
-        self.batch = BatchProcessor(processor)
+        # one thread writes chunks while the loop chunks the rest of the batch
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chunk-writer")
+        self.batch = BatchProcessor(processor, write_behind=self._writer)
         self.dead_letters = dead_letters
         self.metrics = metrics
         self.health = health or HealthState()
@@ -123,6 +126,7 @@ class KafkaWorker:
             log.info("stopping while backing off; the events in hand stay uncommitted")
         finally:
             self._commit()
+            self._writer.shutdown(wait=True)
             self.consumer.close(autocommit=False)
             log.info("worker stopped")
 

@@ -202,7 +202,8 @@ def test_change_event_metadata_overrides_are_accepted_as_they_come() -> None:
 
 def test_chunks_built_without_validation_equal_validated_ones() -> None:
     """``chunker.model.build`` skips pydantic's per-field work: the result must not differ."""
-    chunks = chunk_document("refund", 3, "# Refunds\n\nWithin 30 days.\n\n## Exceptions\n\nSale items.")
+    text = "# Refunds\n\nWithin 30 days.\n\n## Exceptions\n\nSale items."
+    chunks = chunk_document("refund", 3, text)
     for chunk in chunks:
         again = Chunk.model_validate(chunk.model_dump())
         assert again == chunk

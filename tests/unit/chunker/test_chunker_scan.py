@@ -37,7 +37,8 @@ DECIDING_LINES = [
     "plain text with words", "  two-space text", "text with a | pipe",
     "", "", "", "   ", "\t", "...",
     "1986. a year", "-    wide item", "10. ten", "1) paren", " - one-space item", "-\ttab item",
-    "  ```", "   continuation", "      six spaces", "-     five spaces", "  > indented quote", "<pre>", "</pre>", "<style>",
+    "  ```", "   continuation", "      six spaces", "-     five spaces", "  > indented quote",
+    "<pre>", "</pre>", "<style>",
     "</span>", "  ===", "Setext ==", "### closed ###   ", "\u00a0# nbsp first",
 ]  # fmt: skip
 

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import UTC, datetime
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.chunks import fake_chunker
 
+from chunker.model import Chunk
 from consumers.batch import BatchProcessor
 from consumers.errors import PoisonEvent
 from consumers.processor import EventProcessor, Outcome
 from events.model import Action, ChangeEvent, EventMetadata
 from store.base import MAX_KEYWORD_BYTES
+from store.errors import TransientStoreError
 from store.memory import InMemoryStore
 
 HUGE = "L" * (MAX_KEYWORD_BYTES + 1)
@@ -49,9 +54,13 @@ def one_by_one(events: list[ChangeEvent]) -> InMemoryStore:
     return store
 
 
-def in_batches(events: list[ChangeEvent], size: int) -> tuple[InMemoryStore, list[object]]:
+def in_batches(
+    events: list[ChangeEvent], size: int, behind: Executor | None = None
+) -> tuple[InMemoryStore, list[object]]:
     store = InMemoryStore()
-    batch = BatchProcessor(EventProcessor(store, chunk=fake_chunker))
+    batch = BatchProcessor(
+        EventProcessor(store, chunk=fake_chunker), write_behind=behind, flush_chunks=1
+    )
     results: list[object] = []
     for start in range(0, len(events), size):
         results.extend(batch.handle_batch(events[start : start + size]))
@@ -69,12 +78,14 @@ streams = st.lists(
 
 
 @settings(max_examples=150, deadline=None)
-@given(stream=streams, size=st.integers(min_value=1, max_value=12))
+@given(stream=streams, size=st.integers(min_value=1, max_value=12), behind=st.booleans())
 def test_any_stream_in_any_batches_ends_like_one_by_one(
-    stream: list[tuple[str, int, str]], size: int
+    stream: list[tuple[str, int, str]], size: int, behind: bool
 ) -> None:
+    """Also with the chunk writes behind, one slice per document, on another thread."""
     events = [make(*item) for item in stream]
-    store, results = in_batches(events, size)
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        store, results = in_batches(events, size, executor if behind else None)
     assert len(results) == len(events)
     assert snapshot(store) == snapshot(one_by_one(events))
 
@@ -97,3 +108,34 @@ def test_poison_newest_falls_back_to_the_older_version_of_the_batch() -> None:
     assert [r.reason for r in results if isinstance(r, PoisonEvent)] == ["chunker", "rejected"]
     assert results[0] is Outcome.INDEXED and results[2] is Outcome.INDEXED
     assert sorted(store.chunks) == ["a@v1#alpha", "a@v1#beta", "b@v1#alpha", "b@v1#beta"]
+
+
+class _FlakyStore(InMemoryStore):
+    """Refuses its second bulk write of chunks with a transient error."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def write_chunks(self, chunks: Sequence[Chunk]) -> int:
+        self.calls += 1
+        if self.calls == 2:
+            raise TransientStoreError("Elasticsearch went away")
+        return super().write_chunks(chunks)
+
+
+def test_a_failed_slice_fails_the_batch_after_every_slice_is_done() -> None:
+    """No write is left in flight when the batch is retried, and the retry converges."""
+    store = _FlakyStore()
+    batch = BatchProcessor(
+        EventProcessor(store, chunk=fake_chunker), write_behind=None, flush_chunks=1
+    )
+    events = [make(doc, 1, "ok") for doc in "abc"]
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        batch.write_behind = executor
+        with pytest.raises(TransientStoreError):
+            batch.handle_batch(events)
+        assert store.calls == 3  # the third slice was still written
+        assert list(store.iter_states()) == []  # no state before every chunk is written
+        assert batch.handle_batch(events) == [Outcome.INDEXED] * 3
+    assert snapshot(store) == snapshot(one_by_one(events))

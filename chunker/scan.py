@@ -38,15 +38,15 @@ from chunker.lines import (
 )
 from chunker.markdown import heading_title, parse_span, split_lines
 
-REGION = "region"  # blocks the scanner leaves to markdown-it: lists, quotes, tables
+REGION = "region"  # left to markdown-it: quotes, tables, lists the scanner cannot follow
 
 
 def scan_markdown(text: str) -> ParsedDocument | None:
     """Front matter and top-level blocks, or None when the full parser must decide.
 
     The blocks are markdown-it's top-level blocks, except that a stretch
-    holding lists, quotes, tables or link reference definitions is one
-    ``REGION`` block, which ``expand_regions`` parses when a section has to be
+    holding quotes, tables, link reference definitions or a list the scanner
+    cannot follow is one ``REGION`` block, which ``expand_regions`` parses when a section has to be
     split. A region never holds a heading.
     """
     lines, starts = split_lines(text)
@@ -84,7 +84,7 @@ class _Scanner:
     def __init__(self, lines: list[str], starts: list[int]) -> None:
         self.lines, self.starts = lines, starts
         self.blocks: list[Block] = []
-        self.pending = ""  # open block: "paragraph", "code", "fence", "html", REGION or ""
+        self.pending = ""  # open block: "paragraph", "code", "fence", "html", "list", REGION
         self.pending_start = 0  # its first line
         self.code_end = 0  # line after the last non-blank line of an open code block
         self.fence, self.fence_length = "", 0

@@ -134,15 +134,12 @@ class _Scanner:
         # most lines: empty, or text at column 0, outside a fence and an HTML block
         if not (self.fence or self.html_end is not None):
             if not line:
-                if self.pending == "paragraph":
-                    self.close(index)
-                self.para, self.prev_blank = False, True
-                return True
+                return self._blank(index)
             if line[0].isalpha():
                 if self.para is True and "|" not in line:  # the paragraph goes on
                     self.prev_blank = False
                     return True
-                return self._common_line(index, line)
+                return self._letter_line(index, line)
         stripped = line.lstrip(" \t")
         indent = columns(line, len(line) - len(stripped))
         if self.fence:
@@ -160,7 +157,7 @@ class _Scanner:
                 self.close(index + 1)
             return True
         if not stripped:
-            return self._common_line(index, "")
+            return self._blank(index)
         blank_before, self.prev_blank = self.prev_blank, False
         if indent >= 4:  # indented code, or a continuation line
             if self.pending == "code":
@@ -176,13 +173,15 @@ class _Scanner:
             self.close(index)
         return self._block_line(index, stripped, indent, blank_before)
 
-    def _common_line(self, index: int, line: str) -> bool:
-        """An empty line, or one starting with a letter (which opens no block but a paragraph)."""
-        if not line:
-            if self.pending == "paragraph":
-                self.close(index)
-            self.para, self.prev_blank = False, True
-            return True
+    def _blank(self, index: int) -> bool:
+        """A line of nothing but spaces and tabs: it ends a paragraph, nothing else."""
+        if self.pending == "paragraph":
+            self.close(index)
+        self.para, self.prev_blank = False, True
+        return True
+
+    def _letter_line(self, index: int, line: str) -> bool:
+        """A line starting with a letter at column 0: it opens no block but a paragraph."""
         blank_before, self.prev_blank = self.prev_blank, False
         if self.pending == "code":
             self.close(index)

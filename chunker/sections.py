@@ -96,7 +96,8 @@ def build_sections(
         if block.kind != "heading":
             if sections:
                 sections[-1].blocks.append(block)
-                sections[-1].anchors.extend(block.anchors)
+                if block.anchors:
+                    sections[-1].anchors.extend(block.anchors)
             else:
                 preamble.append(block)
             continue

@@ -165,27 +165,25 @@ def _pack(
     inside a table carries the header rows when they fit within ``limit``.
     """
     parts: list[tuple[Piece, int]] = []
-    first: Piece | None = None
+    head: Piece | None = None  # the open part's first piece: only closed parts become Pieces
+    tokens, header = 0, None
     for index, piece in enumerate(pieces):
-        if first is not None and first.tokens + piece.tokens > limit:
-            parts.append((first, index - 1))
-            first = None
-        if first is None:
-            header = piece.header
-            tokens = piece.tokens
+        if head is not None and tokens + piece.tokens > limit:
+            parts.append((_part(head, pieces[index - 1], tokens, header), index - 1))
+            head = None
+        if head is None:
+            head, tokens, header = piece, piece.tokens, piece.header
             if header is not None and tokens + header_tokens[header] <= limit:
                 tokens += header_tokens[header]
             else:
                 header = None
-            first = Piece(piece.start, piece.end, tokens, header, piece.unsplittable)
         else:
-            first = Piece(
-                first.start,
-                piece.end,
-                first.tokens + piece.tokens,
-                first.header,
-                first.unsplittable,
-            )
-    if first is not None:
-        parts.append((first, len(pieces) - 1))
+            tokens += piece.tokens
+    if head is not None:
+        parts.append((_part(head, pieces[-1], tokens, header), len(pieces) - 1))
     return parts
+
+
+def _part(head: Piece, last: Piece, tokens: int, header: str | None) -> Piece:
+    """A part from ``head`` to ``last``, standing for the pieces between."""
+    return Piece(head.start, last.end, tokens, header, head.unsplittable)

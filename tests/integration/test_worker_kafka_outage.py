@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kafka.errors import CoordinatorNotAvailableError
+from kafka.errors import CoordinatorLoadInProgressError, CoordinatorNotAvailableError
 from prometheus_client.parser import text_string_to_metric_families
 from support.index_equality import ExpectedIndex, assert_index_equals
 from support.kafka_helpers import group_lag, publish_events, read_all, wait_for_lag_zero
@@ -66,10 +66,11 @@ def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 
 def lag_or_none(pipeline: Pipeline) -> int | None:
-    """The group's lag; None while a fresh broker has no group coordinator yet."""
+    """The group's lag; None while a fresh broker has no group coordinator ready yet
+    (none elected, or still loading the group's offsets)."""
     try:
         return group_lag(pipeline.kafka, pipeline.group, pipeline.topic)
-    except CoordinatorNotAvailableError:
+    except (CoordinatorNotAvailableError, CoordinatorLoadInProgressError):
         return None
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import random
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import pytest
 from support.index_equality import ExpectedIndex, assert_index_equals, expected_index
 from support.kafka_helpers import group_lag, publish_events, read_all, wait_for_lag_zero
 from support.tcp_proxy import TcpProxy
-from support.workers import Pipeline, free_port
+from support.workers import Pipeline, free_port, healthz
 
 from consumers.dead_letter import DeadLetter
 from events.model import Action, ChangeEvent, EventMetadata
@@ -68,16 +66,6 @@ def es_proxy(pipeline: Pipeline) -> Iterator[TcpProxy]:
     yield proxy
     proxy.close()
 
-
-def healthz(port: int) -> dict[str, object]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as resp:
-            body: dict[str, object] = json.loads(resp.read())
-    except urllib.error.HTTPError as err:
-        body = json.loads(err.read())
-    except OSError:
-        return {"status": "unreachable"}
-    return body
 
 
 def test_elasticsearch_gone_for_20_seconds_mid_replay_loses_nothing(  # noqa: PLR0917 (fixtures)

@@ -8,9 +8,7 @@ against that broker and the shared Elasticsearch.
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from support.index_equality import ExpectedIndex, assert_index_equals
 from support.kafka_helpers import group_lag, publish_events, read_all, wait_for_lag_zero
 from support.own_broker import OwnBroker
-from support.workers import Pipeline, free_port
+from support.workers import Pipeline, free_port, healthz
 
 from consumers.transport import ensure_topics
 from events.model import ChangeEvent
@@ -45,14 +43,6 @@ def private_pipeline(
     store.delete_everything()
     store.close()
 
-
-def healthz(port: int) -> dict[str, object]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as resp:
-            body: dict[str, object] = json.loads(resp.read())
-    except urllib.error.HTTPError as err:
-        body = json.loads(err.read())
-    return body
 
 
 def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 CLI = str(Path(sys.executable).with_name("policy-indexer"))
+
+
+def healthz(port: int) -> dict[str, object]:
+    """A worker's ``/healthz`` body (its 503 body too); ``unreachable`` when nothing answers."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as resp:
+            body: dict[str, object] = json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        body = json.loads(err.read())
+    except OSError:
+        return {"status": "unreachable"}
+    return body
 
 
 def free_port() -> int:

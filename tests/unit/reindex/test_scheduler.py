@@ -93,8 +93,13 @@ def test_a_run_missed_beyond_the_grace_is_skipped_not_run_late(
     scheduler: BackgroundScheduler, runner: JobRunner
 ) -> None:
     missed = when_done(scheduler, "reconcile", EVENT_JOB_MISSED)
-    scheduler.get_job("reconcile").modify(
-        next_run_time=datetime.now(PARIS) - timedelta(minutes=31))
+    now = datetime.now(PARIS)
+    # The nightly time moved 12 hours away: run between 02:00 and 02:31, this test
+    # would otherwise find today's 02:00 occurrence due within the grace, and run it.
+    far = now + timedelta(hours=12)
+    scheduler.reschedule_job("reconcile", trigger="cron", hour=far.hour, minute=far.minute,
+                             timezone=PARIS)
+    scheduler.get_job("reconcile").modify(next_run_time=now - timedelta(minutes=31))
     scheduler.resume()
     assert missed.wait(30)
     assert runner.run_log.recent("reconcile") == []

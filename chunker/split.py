@@ -17,6 +17,7 @@ import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import overload
 
 from chunker.blocks import Block
 from chunker.policy import SizePolicy
@@ -71,8 +72,8 @@ def split_unit(
     best = fewest
     while low < high:
         middle = (low + high) // 2
-        packed = _pack(pieces, middle, header_tokens)
-        if len(packed) <= len(fewest):
+        packed = _pack(pieces, middle, header_tokens, most=len(fewest))
+        if packed is not None:
             best, high = packed, middle
         else:
             low = middle + 1
@@ -155,10 +156,19 @@ def _best_cut(text: str, start: int, limit: int) -> int | None:
     return fallback
 
 
+@overload
 def _pack(
     pieces: list[Piece], limit: int, header_tokens: dict[str, int]
-) -> list[tuple[Piece, int]]:
-    """Greedy packing, in order, up to ``limit`` tokens a part.
+) -> list[tuple[Piece, int]]: ...
+@overload
+def _pack(
+    pieces: list[Piece], limit: int, header_tokens: dict[str, int], most: int
+) -> list[tuple[Piece, int]] | None: ...
+def _pack(
+    pieces: list[Piece], limit: int, header_tokens: dict[str, int], most: int | None = None
+) -> list[tuple[Piece, int]] | None:
+    """Greedy packing, in order, up to ``limit`` tokens a part; None once it needs
+    more than ``most`` parts.
 
     Each part is given as a piece standing for it (its start, repeated header,
     flag and total tokens) and the index of its last piece. A part that starts
@@ -169,6 +179,8 @@ def _pack(
     tokens, header = 0, None
     for index, piece in enumerate(pieces):
         if head is not None and tokens + piece.tokens > limit:
+            if most is not None and len(parts) + 1 >= most:
+                return None  # this part and the one starting here already make too many
             parts.append((_part(head, pieces[index - 1], tokens, header), index - 1))
             head = None
         if head is None:

@@ -92,3 +92,8 @@ def test_budget_end_is_where_the_piece_after_the_budget_begins(text: str, budget
         assert end is not None
         assert count_tokens(text[:end]) == budget  # a piece begins exactly here
         assert count_tokens(text[: end + 1]) == budget + 1
+
+
+@given(st.text(alphabet="ab1.é政 _\u00a0\u3000-", min_size=256, max_size=3000))
+def test_texts_past_the_short_path_count_like_the_plain_model(text: str) -> None:
+    assert count_tokens(text) == _reference(text)

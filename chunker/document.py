@@ -20,7 +20,7 @@ from chunker import links
 from chunker.blocks import ParsedDocument
 from chunker.html import html_to_text, parse_html
 from chunker.inputs import check_changed_at, check_identity, content_kind, decode
-from chunker.markdown import anchors_in, parse_markdown
+from chunker.markdown import anchor_definitions, parse_markdown
 from chunker.merge import plan_units
 from chunker.metadata import merge_metadata, parse_front_matter
 from chunker.model import Chunk, DocumentMetadata, Neighbours, build, chunk_id
@@ -64,9 +64,7 @@ def chunk_document(
     if not sections:
         return []
     if kind == "text/markdown":
-        for section in sections:  # explicit ids in the section's text, below its heading
-            below = section.blocks[0].end if section.level else section.start
-            section.anchors.extend(anchors_in(text, below, section.own_end))
+        _add_anchors(text, sections)
 
     count = SpanCounter(text)
 
@@ -193,6 +191,20 @@ def _related(
             related[a].add(b)
             related[b].add(a)
     return [sorted(linked - {position}) for position, linked in enumerate(related)]
+
+
+def _add_anchors(text: str, sections: list[Section]) -> None:
+    """Give each section the explicit ids defined in its own text, below its heading
+    (the heading's own come with its title)."""
+    found = anchor_definitions(text, sections[0].start)
+    if not found:
+        return
+    starts = [section.start for section in sections]  # own texts tile the body, in order
+    for start, end, name in found:
+        section = sections[bisect.bisect_right(starts, start) - 1]
+        below = section.blocks[0].end if section.level else section.start
+        if below <= start and end <= section.own_end:
+            section.anchors.append(name)
 
 
 def _chunk_at(drafts: list[_Draft], recent: int, offset: int) -> int:

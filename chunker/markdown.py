@@ -22,11 +22,14 @@ from chunker.blocks import Block, ParsedDocument
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 # bounded repetitions: no input makes the search quadratic
-_ANCHOR_DEF = re.compile(
-    r"""<a\s[^<>]{0,200}?\b(?:id|name)[ \t]{0,8}=[ \t]{0,8}["']([^"'<>\s]{1,200})["']"""
-    r"""|\{:?[ \t]{0,8}#([\w\-:.]{1,200})[ \t]{0,8}\}""",
-    re.IGNORECASE,
+_ANCHOR_DEF_PARTS = tuple(
+    re.compile(part, re.IGNORECASE)
+    for part in (
+        r"""<a\s[^<>]{0,200}?\b(?:id|name)[ \t]{0,8}=[ \t]{0,8}["']([^"'<>\s]{1,200})["']""",
+        r"""\{:?[ \t]{0,8}#([\w\-:.]{1,200})[ \t]{0,8}\}""",
+    )
 )
+_ANCHOR_DEF = re.compile("|".join(part.pattern for part in _ANCHOR_DEF_PARTS), re.IGNORECASE)
 _INLINE_MARKUP = re.compile(r"[\\`*_\[\]<>!&]")
 _KINDS = {
     "paragraph_open": "paragraph",
@@ -100,11 +103,24 @@ def heading_title(inline_source: str) -> tuple[str, tuple[str, ...]]:
     return title, anchors
 
 
-def anchors_in(text: str, start: int, end: int) -> list[str]:
-    """Explicit anchor ids (``<a id=..>``, ``<a name=..>``, kramdown's ``{#id}``) in a span."""
-    if text.find("<a", start, end) < 0 and text.find("{", start, end) < 0:
-        return []
-    return [a or b for a, b in _ANCHOR_DEF.findall(text, start, end)]
+def anchor_definitions(text: str, start: int) -> list[tuple[int, int, str]]:
+    """Explicit anchor ids (``<a id=..>``, ``<a name=..>``, kramdown's ``{#id}``) from
+    ``start`` on, each as (start, end, id), in order.
+
+    Each alternative of ``_ANCHOR_DEF`` is searched alone: one that starts with a
+    literal is found at memchr speed, the alternation is tried at every offset.
+    """
+    found = sorted(
+        (match.start(), match.end(), match[1])
+        for pattern in _ANCHOR_DEF_PARTS
+        for match in pattern.finditer(text, start)
+    )
+    # as one search would: a match inside another one's span is no match
+    kept: list[tuple[int, int, str]] = []
+    for match in found:
+        if not kept or match[0] >= kept[-1][1]:
+            kept.append(match)
+    return kept
 
 
 def parse_markdown(text: str) -> ParsedDocument:

@@ -7,8 +7,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from chunker import SizePolicy, chunk_document
 from chunker.invariants import problems
+from chunker.links import is_exception
 
 NO_MERGE = SizePolicy(min_tokens=0)
 
@@ -36,6 +39,25 @@ def test_an_exception_sibling_links_both_ways_with_the_rule_before_it() -> None:
     assert related["shipping"] == ["p@v1#limitations"]
     assert related["limitations"] == ["p@v1#shipping"]
     assert related["policy"] == []
+
+
+@pytest.mark.parametrize(
+    ("title", "exception"),
+    [
+        ("EXCLUSIONS", True),
+        ("Carve-outs", True),
+        ("AUSNAHMEN", True),
+        ("İSTİSNALAR", True),  # Turkish capitals lowercase to dotted forms
+        ("SINIRLAMALAR", True),
+        ("Sınırlamalar", True),  # noqa: RUF001
+        ("ИСКЛЮЧЕНИЯ", True),
+        ("LIMITAÇÕES", True),
+        ("Unlessly", False),  # whole words only
+        ("Refunds", False),
+    ],
+)
+def test_exception_headings_are_found_in_any_case(title: str, exception: bool) -> None:
+    assert is_exception(title) is exception
 
 
 HTML = (

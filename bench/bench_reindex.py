@@ -67,7 +67,7 @@ def load_index(url: str, prefix: str, size: int) -> None:
                 chunk = Chunk(
                     chunk_id=cid, document_id=doc, version=1, section=section, ordinal=ordinal,
                     heading_path=[f"Policy {n}", section], text=f"{section} of {n}",
-                    embed_text=f"Policy {n} > {section}", char_start=0, char_end=10,
+                    char_start=0, char_end=10,
                     token_count=4, metadata=DocumentMetadata(), changed_at=T,
                 )
                 source = chunk.model_dump(mode="json")

@@ -8,8 +8,8 @@
   one chunk, in order (for HTML: every word of the text content);
 - bounded: no chunk is above ``policy.max_tokens`` unless flagged unsplittable;
 - consistent: ids unique and ``<document_id>@v<version>#<section>``, ordinals
-  0..n-1, previous/next links, ``embed_text`` = heading path + text, token
-  counts as ``count_tokens`` says.
+  0..n-1, previous/next links, token counts as ``count_tokens`` says
+  (``embed_text`` is derived from heading path and text, so it always agrees).
 """
 
 from __future__ import annotations
@@ -62,8 +62,6 @@ def problems(text: str, chunks: Sequence[Chunk], policy: SizePolicy) -> list[str
             found.append(f"{where}: ordinal {chunk.ordinal}")
         if chunk.chunk_id != chunk_id(chunk.document_id, chunk.version, chunk.section):
             found.append(f"{where}: id does not match document, version and section")
-        if chunk.embed_text != " > ".join(chunk.heading_path) + "\n" + chunk.text:
-            found.append(f"{where}: embed_text is not heading path + text")
         expected_previous = ids[ordinal - 1] if ordinal else None
         expected_next = ids[ordinal + 1] if ordinal + 1 < len(ids) else None
         if (chunk.neighbours.previous, chunk.neighbours.next) != (expected_previous, expected_next):

@@ -7,9 +7,17 @@ columns); extend them, do not rename them.
 from __future__ import annotations
 
 from datetime import date, datetime
+from functools import cache
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    computed_field,
+    model_validator,
+)
 
 
 class DocumentMetadata(BaseModel):
@@ -41,7 +49,13 @@ class Neighbours(BaseModel):
 
 
 class Chunk(BaseModel):
-    """One section (or one part of a long section) of one document version."""
+    """One section (or one part of a long section) of one document version.
+
+    ``embed_text`` is derived from ``heading_path`` and ``text``, not stored: it
+    would be a second copy of the document in memory. It is still in
+    ``model_dump()`` and the JSON (last, as pydantic puts computed fields), and
+    JSON that carries it (SQLite bodies, Elasticsearch documents) reads back.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -52,7 +66,6 @@ class Chunk(BaseModel):
     ordinal: int = Field(ge=0)
     heading_path: list[str]
     text: str
-    embed_text: str
     char_start: int = Field(ge=0)  # span of the (decoded) source text, end exclusive
     char_end: int = Field(ge=0)
     token_count: int = Field(ge=0)
@@ -69,6 +82,31 @@ class Chunk(BaseModel):
     content_type: str = "text/markdown"
     changed_at: datetime | None = None
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def embed_text(self) -> str:
+        """What an embedding model or a keyword index sees: heading path, newline, text."""
+        return " > ".join(self.heading_path) + "\n" + self.text
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _derived_embed_text(cls, data: Any, handler: ModelWrapValidatorHandler[Chunk]) -> Chunk:
+        """Accept a stored ``embed_text`` (it is in every dump) if it is what it derives to.
+
+        One that disagrees was not written under this contract (or was altered):
+        an error, rather than serving text the index does not hold.
+        """
+        if not (isinstance(data, dict) and "embed_text" in data):
+            return handler(data)
+        stored = data["embed_text"]
+        chunk = handler({key: value for key, value in data.items() if key != "embed_text"})
+        if stored != chunk.embed_text:
+            raise ValueError(
+                f"embed_text of {chunk.chunk_id!r} is not its heading path + text: "
+                f"{str(stored)[:80]!r} != {chunk.embed_text[:80]!r}"
+            )
+        return chunk
+
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -80,13 +118,27 @@ def build(model: type[Model], values: dict[str, Any]) -> Model:
     ``model_construct`` does when every field is given, without its per-field
     work for defaults and aliases, which cost a fifth of a chunker run. Tested
     to give what ``model_construct`` gives.
+
+    Every instance of ``model`` built here shares one fields-set (a 20-name set
+    is 1.2 kB, more than a small chunk's text). Pydantic never changes it in
+    place on a frozen model: assignment is refused, and ``model_copy`` and
+    ``copy``/``deepcopy`` copy it before adding to it. Do not change
+    ``model_fields_set`` in place yourself.
     """
     instance = model.__new__(model)
     object.__setattr__(instance, "__dict__", values)
-    object.__setattr__(instance, "__pydantic_fields_set__", set(values))
+    object.__setattr__(instance, "__pydantic_fields_set__", _all_fields(model))
     object.__setattr__(instance, "__pydantic_extra__", None)
     object.__setattr__(instance, "__pydantic_private__", None)
     return instance
+
+
+@cache
+def _all_fields(model: type[BaseModel]) -> set[str]:
+    if not model.model_config.get("frozen"):
+        # assignment would add to the set that every instance shares
+        raise TypeError(f"build() is for frozen models, not {model.__name__}")
+    return set(model.model_fields)
 
 
 def chunk_id(document_id: str, version: int, section: str) -> str:

@@ -19,7 +19,6 @@ def make_chunk(document_id: str, version: int, section: str = "intro", **extra: 
         ordinal=extra.pop("ordinal", 0),
         heading_path=extra.pop("heading_path", ["Title", section]),
         text=extra.pop("text", f"text of {section} v{version}"),
-        embed_text=extra.pop("embed_text", f"Title > {section}\n\ntext v{version}"),
         char_start=0,
         char_end=10,
         token_count=3,

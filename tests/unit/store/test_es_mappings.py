@@ -5,7 +5,7 @@ from store.es_mappings import CHUNK_PROPERTIES
 
 
 def test_every_chunk_field_has_an_explicit_mapping() -> None:
-    assert set(Chunk.model_fields) <= set(CHUNK_PROPERTIES)
+    assert set(Chunk.model_fields) | set(Chunk.model_computed_fields) <= set(CHUNK_PROPERTIES)
     assert set(DocumentMetadata.model_fields) == set(CHUNK_PROPERTIES["metadata"]["properties"])
     assert set(Neighbours.model_fields) == set(CHUNK_PROPERTIES["neighbours"]["properties"])
 

@@ -28,9 +28,12 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 
 def index(store: SQLiteStore, doc: str, version: int, sections: dict[str, tuple[str, list[str]]],
           ) -> None:
-    """Write a version's chunks (embed_text, access labels) and make it current."""
+    """Write a version's chunks (text, access labels) and make it current.
+
+    The search reads ``embed_text``: heading path ``Title > <name>``, then the text.
+    """
     chunks = [
-        make_chunk(doc, version, name, embed_text=text, metadata={"access_labels": labels})
+        make_chunk(doc, version, name, text=text, metadata={"access_labels": labels})
         for name, (text, labels) in sections.items()
     ]
     store.write_chunks(chunks)
@@ -49,7 +52,10 @@ def test_search_ranks_by_bm25_over_embed_text(store: SQLiteStore) -> None:
     })
     hits = store.search("refunds", access_labels=[], limit=10)
     assert [h.chunk_id for h in hits] == ["refund@v1#window"]  # 'refunded' is another word
-    assert hits[0].score > 0 and hits[0].chunk.text == "text of window v1"
+    assert hits[0].score > 0
+    assert hits[0].chunk.text == "Refunds within thirty days; refunds are paid to the card"
+    assert hits[0].chunk.embed_text == "Title > window\n" + hits[0].chunk.text
+    assert found(store, "window") == ["refund@v1#window"]  # the heading path is searched too
     # Any word matches; the chunk with both words ranks first.
     assert found(store, "card days") == ["refund@v1#window", "refund@v1#shipping"]
 
@@ -73,7 +79,7 @@ def test_permission_labels_are_enforced_inside_the_query(store: SQLiteStore) -> 
 def test_search_sees_only_the_current_version_of_live_documents(store: SQLiteStore) -> None:
     index(store, "d", 1, {"a": ("alpha old", [])})
     index(store, "d", 2, {"a": ("alpha new", [])})  # v1 chunks still there, not yet deleted
-    store.write_chunks([make_chunk("d", 3, "a", embed_text="alpha next")])  # no state yet
+    store.write_chunks([make_chunk("d", 3, "a", text="alpha next")])  # no state yet
     assert found(store, "alpha") == ["d@v2#a"]
     store.put_state(DocumentState("d", 4, T0, T0, deleted=True))
     assert found(store, "alpha") == []

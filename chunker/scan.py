@@ -95,7 +95,7 @@ class _Scanner:
         self.list_marker = ""  # open list: "-", "+", "*", "." or ")"
         self.list_indent = 0  # column where the current item's content starts
         self.list_items: list[int] = []  # offsets of its items after the first
-        self.item_plain = False  # the open item holds paragraph text only (see _plain)
+        self.item = _LOST  # what the open item's last line was, for a lazy line (_item_line)
 
     def _emit(self, kind: str, start: int, end: int) -> None:
         self.blocks.append(Block(kind, self.starts[start], self.starts[end]))
@@ -209,7 +209,7 @@ class _Scanner:
                 self._open("list", index)  # a list whose items the scanner can follow
                 self.list_marker, self.list_indent = item
                 self.list_items = []
-                self.item_plain = _plain(stripped[item[1] :])
+                self.item = _item_line(stripped[item[1] :])
                 return True
             self._unsure(index)
             self.container = True
@@ -249,14 +249,16 @@ class _Scanner:
         stripped = line.lstrip(" \t")
         if not stripped:
             self.prev_blank = True
+            if self.item == _TEXT:
+                self.item = _ENDED
             return True
         indent = columns(line, len(line) - len(stripped))
         blank_before, self.prev_blank = self.prev_blank, False
         if indent >= self.list_indent:
-            if self.item_plain and (
-                (blank_before and indent >= self.list_indent + 4) or not _plain(stripped)
-            ):
-                self.item_plain = False  # code, or a block a lazy line cannot continue
+            if self.item != _LOST:
+                # four columns in, after anything but paragraph text: indented code
+                deep = indent >= self.list_indent + 4 and self.item != _TEXT
+                self.item = _LOST if deep else _item_line(stripped)
             return True
         opens = opens_block(stripped, False if blank_before else None) if indent < 4 else "?"
         if opens == "unsure":
@@ -266,14 +268,14 @@ class _Scanner:
             if item is not None and item[0] == self.list_marker:
                 self.list_items.append(self.starts[index])
                 self.list_indent = item[1]
-                self.item_plain = _plain(stripped[item[1] :])
+                self.item = _item_line(stripped[item[1] :])
                 return True
         elif opens in ("heading", "fence", "html", "rule") or (opens == "" and blank_before):
             self.close(index)
             self.prev_blank = blank_before
             self.container, self.para = False, False
             return None
-        elif opens == "" and self.item_plain and _plain(stripped):
+        elif opens == "" and self.item == _TEXT and _item_line(stripped) == _TEXT:
             return True  # a lazy line: it goes on with the item's paragraph
         self.pending, self.container, self.para = REGION, True, None
         return True
@@ -294,26 +296,35 @@ class _Scanner:
             self._unsure(index)  # a table may interrupt the paragraph here
 
 
-def _plain(content: str) -> bool:
-    """Whether a line, from its first non-blank character, can only be paragraph text,
-    also after the list and quote markers it opens (a lazy line may follow it).
+# What a list item's last line leaves open, for a lazy line after it:
+_TEXT = "text"  # a paragraph: a lazy line goes on with it
+_ENDED = "ended"  # a one-line block (heading, rule) or a blank line: nothing to go on with
+_LOST = "lost"  # maybe a block of several lines (fence, HTML, table, code): the scanner
+# cannot tell what the item's lines are any more, so a lazy line makes the list a region
 
-    Conservative: anything that might open another block (a fence, HTML, a table
-    row, a link reference definition, a setext underline, code after a marker) or
-    an empty item or quote says no, and the list becomes a region.
+
+def _item_line(content: str) -> str:
+    """What a line inside a list item is (``_TEXT``, ``_ENDED`` or ``_LOST``), from its
+    first non-blank character, looking past the list and quote markers it opens.
+
+    Conservative: a line that might open anything but paragraph text, a heading
+    or a rule (a fence, HTML, a table row, a link reference definition, a
+    setext underline, code after a marker, an empty item or quote) is ``_LOST``.
     """
     while True:
         if not content or content[0] in " \t<[" or "|" in content or SETEXT.match(content):
-            return False
+            return _LOST
         if content[0] == ">":
             content = content[2:] if content[1:2] == " " else content[1:]
             continue
         opens = opens_block(content, True)
-        if opens != "container":
-            return opens == ""
-        item = list_item(content)
+        if opens == "":
+            return _TEXT
+        if opens in ("heading", "rule"):
+            return _ENDED
+        item = list_item(content) if opens == "container" else None
         if item is None:
-            return False
+            return _LOST
         content = content[item[1] :]
 
 

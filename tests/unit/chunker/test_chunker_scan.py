@@ -42,6 +42,7 @@ DECIDING_LINES = [
     "</span>", "  ===", "Setext ==", "### closed ###   ", "\u00a0# nbsp first",
     "{: #ial }", "  # item heading", "* # heading item", "  | a |", "  [ref]: /x", "* ```",
     "> - quoted item", "  > - deeper", "  * >", "   lazy three",
+    "  ***", "    four-space text", "1. #### numbered heading", "  > # quoted heading in item",
 ]  # fmt: skip
 
 
@@ -105,6 +106,8 @@ def test_generated_documents_scan_like_markdown_it(text: str) -> None:
         "* a\n  ```\n  code\nnot lazy: the fence is no paragraph",
         "* # heading item\nnot lazy",
         "- item\n  | a |\nlazy?\n# x",  # after a table row: a region, for markdown-it
+        "5. #### Heading item\n\n    Its paragraph.\nlazy line\n\n# after",
+        "- ## heading\nnot lazy: a heading is no paragraph\n# h",
     ],
 )
 def test_the_cases_that_decide_headings(text: str) -> None:

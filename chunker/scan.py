@@ -95,7 +95,12 @@ class _Scanner:
         self.list_marker = ""  # open list: "-", "+", "*", "." or ")"
         self.list_indent = 0  # column where the current item's content starts
         self.list_items: list[int] = []  # offsets of its items after the first
-        self.item = _LOST  # what the open item's last line was, for a lazy line (_item_line)
+        # What the open item's lines leave open, for a lazy line (see _item_line): worked
+        # out only when a lazy line comes, from the item's first line (or from the last
+        # line seen then) on
+        self.item_first = 0
+        self.item_seen = 0
+        self.item = _ENDED
 
     def _emit(self, kind: str, start: int, end: int) -> None:
         self.blocks.append(Block(kind, self.starts[start], self.starts[end]))
@@ -209,7 +214,7 @@ class _Scanner:
                 self._open("list", index)  # a list whose items the scanner can follow
                 self.list_marker, self.list_indent = item
                 self.list_items = []
-                self.item = _item_line(stripped[item[1] :])
+                self.item_first = self.item_seen = index
                 return True
             self._unsure(index)
             self.container = True
@@ -249,16 +254,10 @@ class _Scanner:
         stripped = line.lstrip(" \t")
         if not stripped:
             self.prev_blank = True
-            if self.item == _TEXT:
-                self.item = _ENDED
             return True
         indent = columns(line, len(line) - len(stripped))
         blank_before, self.prev_blank = self.prev_blank, False
         if indent >= self.list_indent:
-            if self.item != _LOST:
-                # four columns in, after anything but paragraph text: indented code
-                deep = indent >= self.list_indent + 4 and self.item != _TEXT
-                self.item = _LOST if deep else _item_line(stripped)
             return True
         opens = opens_block(stripped, False if blank_before else None) if indent < 4 else "?"
         if opens == "unsure":
@@ -268,17 +267,41 @@ class _Scanner:
             if item is not None and item[0] == self.list_marker:
                 self.list_items.append(self.starts[index])
                 self.list_indent = item[1]
-                self.item = _item_line(stripped[item[1] :])
+                self.item_first = self.item_seen = index
                 return True
         elif opens in ("heading", "fence", "html", "rule") or (opens == "" and blank_before):
             self.close(index)
             self.prev_blank = blank_before
             self.container, self.para = False, False
             return None
-        elif opens == "" and self.item == _TEXT and _item_line(stripped) == _TEXT:
+        elif opens == "" and _item_line(stripped) == _TEXT and self._item_state(index) == _TEXT:
             return True  # a lazy line: it goes on with the item's paragraph
         self.pending, self.container, self.para = REGION, True, None
         return True
+
+    def _item_state(self, upto: int) -> str:
+        """What the open item's lines before ``upto`` leave open (``_TEXT``, ``_ENDED``
+        or ``_LOST``)."""
+        state = _ENDED if self.item_seen == self.item_first else self.item
+        for index in range(self.item_seen, upto):
+            if state == _LOST:
+                break
+            line = self.lines[index]
+            if index == self.item_first:  # the item's marker, at column 0
+                state = _item_line(line[self.list_indent :])
+                continue
+            stripped = line.lstrip(" \t")
+            if not stripped:
+                state = _ENDED if state == _TEXT else state
+                continue
+            indent = columns(line, len(line) - len(stripped))
+            if indent < self.list_indent:
+                continue  # a lazy line, taken because it went on with a paragraph
+            # four columns in, after anything but paragraph text: indented code
+            deep = indent >= self.list_indent + 4 and state != _TEXT
+            state = _LOST if deep else _item_line(stripped)
+        self.item, self.item_seen = state, upto
+        return state
 
     def _text_line(self, index: int, stripped: str, indent: int, blank_before: bool) -> None:
         """A line of paragraph text (it opens no other block)."""

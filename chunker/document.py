@@ -147,7 +147,6 @@ def _chunk(
             ordinal=ordinal,
             heading_path=heading_path,
             text=chunk_text,
-            embed_text=" > ".join(heading_path) + "\n" + chunk_text,
             char_start=part.start,
             char_end=part.end,
             # whitespace is free and cuts fall on whitespace, so the parts' sums are exact

@@ -54,9 +54,12 @@ def _class_of_byte(byte: int) -> int:
 _TABLE = bytes(_class_of_byte(byte) for byte in range(256))
 _CONTINUATION = bytes(range(0x80, 0xC0))
 _FREE = frozenset(chr(byte) for byte in range(0x80) if _TABLE[byte] == _SPACE)
-# numpy works on windows of about this many characters, each ending where a run ends,
-# so that its scratch arrays (8 bytes a run) stay small whatever the document's size
-_WINDOW = 1 << 16
+# numpy works on windows of about a third of the text, from 2,048 to 8,192 characters,
+# each ending where a run ends: its scratch arrays (about seven bytes a character of
+# the window) then stay a small part of the peak for a document of any size, for a
+# fixed cost of about 25 microseconds a window
+_WINDOWS = 3
+_SMALLEST_WINDOW, _LARGEST_WINDOW = 1 << 11, 1 << 13
 _RUN_END = re.compile(rb"(.)\1*", re.DOTALL)
 # below this many characters, the runs are counted one by one: numpy's fixed cost per
 # call is larger than the work
@@ -66,19 +69,23 @@ _RUN = re.compile(rb"([^\x00])\1*")
 
 def classes(text: str) -> bytes:
     """The class string of ``text``: byte ``i`` is the class of character ``i``."""
+    if text.isascii():  # one byte a character already: no UTF-8 encoding to shrink
+        return text.encode("ascii").translate(_TABLE)
     return text.encode("utf-8", "surrogatepass").translate(_TABLE, _CONTINUATION)
 
 
-def piece_starts(cls: bytes) -> bytes:
-    """``1`` where a piece begins, ``0`` elsewhere: one byte per byte of ``cls``."""
+def piece_starts(cls: bytes) -> bytearray:
+    """1 where a piece begins, 0 elsewhere: one byte per byte of ``cls``."""
     size = len(cls)
-    marks = np.zeros(size, np.uint8)
+    marks = bytearray(size)  # numpy writes into it in place: no copy to hand out
+    view = np.frombuffer(marks, np.uint8)
+    window = min(max(size // _WINDOWS, _SMALLEST_WINDOW), _LARGEST_WINDOW)
     start = 0
     while start < size:
-        end = size if size - start <= _WINDOW else _run_end(cls, start + _WINDOW - 1)
-        _mark(np.frombuffer(cls, np.uint8, end - start, start), marks[start:end])
+        end = size if size - start <= window else _run_end(cls, start + window - 1)
+        _mark(np.frombuffer(cls, np.uint8, end - start, start), view[start:end])
         start = end
-    return marks.tobytes()
+    return marks
 
 
 def _run_end(cls: bytes, position: int) -> int:
@@ -87,25 +94,37 @@ def _run_end(cls: bytes, position: int) -> int:
 
 
 def _mark(window: npt.NDArray[np.uint8], marks: npt.NDArray[np.uint8]) -> None:
-    """Mark the piece starts of ``window``, whose first and last runs are whole."""
-    change = np.empty(len(window), np.bool_)
+    """Mark the piece starts of ``window``, whose first and last runs are whole.
+
+    Scratch memory is what bounds a small document's peak, so run offsets are
+    kept as 32-bit integers (a window is far below 2**31 characters) and no
+    step makes a copy it can avoid.
+    """
+    size = len(window)
+    change = np.empty(size, np.bool_)
     change[0] = True
     np.not_equal(window[1:], window[:-1], out=change[1:])
-    starts = np.flatnonzero(change)  # where each run begins
+    starts = np.flatnonzero(change).astype(np.int32)  # where each run begins
     del change
     marks[starts] = 1
     np.minimum(marks, window, out=marks)  # a piece begins each run but whitespace's
-    per = window[starts] & 0x7F  # characters a piece, 0 for whitespace
-    lengths = np.diff(starts, append=len(window))
+    per = window[starts]
+    per &= 0x7F  # characters a piece, 0 for whitespace
+    lengths = np.empty_like(starts)
+    np.subtract(starts[1:], starts[:-1], out=lengths[:-1])
+    lengths[-1] = size - starts[-1]
     long = np.flatnonzero((lengths > per) & (per != 0))  # runs of more than one piece
     if not len(long):
         return
-    first, length, step = starts.take(long), lengths.take(long), per.take(long).astype(np.int64)
+    first, length, step = starts.take(long), lengths.take(long), per.take(long).astype(np.int32)
     del starts, lengths, per, long
     more = (length - 1) // step  # pieces after the first
     # piece j (1..more) of each long run begins at first + j * step
-    offsets = np.arange(1, int(more.sum()) + 1) - np.repeat(np.cumsum(more) - more, more)
-    marks[np.repeat(first, more) + offsets * np.repeat(step, more)] = 1
+    offsets = np.arange(1, int(more.sum()) + 1, dtype=np.int32)
+    offsets -= np.repeat(np.cumsum(more, dtype=np.int32) - more, more)
+    offsets *= np.repeat(step, more)
+    offsets += np.repeat(first, more)
+    marks[offsets] = 1
 
 
 def count_tokens(text: str) -> int:

@@ -13,7 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen dataclass costs five times as much to build (every field set
+# through object.__setattr__), and a document makes thousands of blocks. Nothing
+# changes a block once it is built.
+@dataclass(slots=True)
 class Block:
     kind: str  # "heading", "paragraph", "list", "table", "fence", "html", "quote", ...
     start: int  # character offsets in the source, end exclusive

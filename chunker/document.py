@@ -88,16 +88,11 @@ def chunk_document(
     del count  # the piece-start string: not needed while the chunks are built
     ids = [chunk_id(document_id, version, draft.slug) for draft in drafts]
     related = _related(text, sections, drafts, first_chunk)
-    root = path_title(meta.title or document_id)
+    common = _Common(
+        document_id, version, path_title(meta.title or document_id), meta, kind, changed_at
+    )
     return [
-        _chunk(
-            text,
-            draft,
-            ids,
-            related[ordinal],
-            _Common(document_id, version, root, meta, kind, changed_at),
-            ordinal=ordinal,
-        )
+        _chunk(text, draft, ids, related[ordinal], common, ordinal=ordinal)
         for ordinal, draft in enumerate(drafts)
     ]
 
@@ -105,7 +100,7 @@ def chunk_document(
 _ASCII_SPACE = frozenset(" \t\n\r\f\v")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen, as Block: one a chunk, never changed
 class _Draft:
     section: Section
     slug: str

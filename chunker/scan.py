@@ -147,12 +147,6 @@ class _Scanner:
                     return True
                 return self._letter_line(index, line)
         stripped = line.lstrip(" \t")
-        indent = columns(line, len(line) - len(stripped))
-        if self.fence:
-            if indent < 4 and closes_fence(stripped, self.fence, self.fence_length):
-                self.fence, self.para = "", False
-                self.close(index + 1)
-            return True
         if self.html_end is not None:
             if self.html_end is BLANK_ENDS:
                 if not stripped:
@@ -160,6 +154,12 @@ class _Scanner:
                     self.close(index)
             elif self.html_end.search(stripped):  # type: ignore[attr-defined]
                 self.html_end, self.para = None, False
+                self.close(index + 1)
+            return True
+        indent = columns(line, len(line) - len(stripped))
+        if self.fence:
+            if indent < 4 and closes_fence(stripped, self.fence, self.fence_length):
+                self.fence, self.para = "", False
                 self.close(index + 1)
             return True
         if not stripped:

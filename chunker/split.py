@@ -36,7 +36,7 @@ _TEXT_BOUNDARIES = (
 _SPACE = re.compile(r"[ \t\n\r\f\v]")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen, as Block: built by the thousand, never changed
 class Piece:
     start: int
     end: int
@@ -45,7 +45,7 @@ class Piece:
     unsplittable: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen, as Block
 class Part:
     start: int
     end: int

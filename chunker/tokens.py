@@ -78,13 +78,17 @@ def piece_starts(cls: bytes) -> bytearray:
     """1 where a piece begins, 0 elsewhere: one byte per byte of ``cls``."""
     size = len(cls)
     marks = bytearray(size)  # numpy writes into it in place: no copy to hand out
+    if not size:
+        return marks
+    classes_ = np.frombuffer(cls, np.uint8)
     view = np.frombuffer(marks, np.uint8)
     window = min(max(size // _WINDOWS, _SMALLEST_WINDOW), _LARGEST_WINDOW)
     start = 0
     while start < size:
         end = size if size - start <= window else _run_end(cls, start + window - 1)
-        _mark(np.frombuffer(cls, np.uint8, end - start, start), view[start:end])
+        _mark_runs(classes_[start:end], view[start:end])
         start = end
+    np.minimum(view, classes_, out=view)  # no piece begins in whitespace (class 0)
     return marks
 
 
@@ -93,35 +97,31 @@ def _run_end(cls: bytes, position: int) -> int:
     return _RUN_END.match(cls, position).end()  # type: ignore[union-attr]
 
 
-def _mark(window: npt.NDArray[np.uint8], marks: npt.NDArray[np.uint8]) -> None:
-    """Mark the piece starts of ``window``, whose first and last runs are whole.
-
-    Scratch memory is what bounds a small document's peak, so run offsets are
-    kept as 32-bit integers (a window is far below 2**31 characters) and no
-    step makes a copy it can avoid.
-    """
-    size = len(window)
-    change = np.empty(size, np.bool_)
+def _mark_runs(window: npt.NDArray[np.uint8], marks: npt.NDArray[np.uint8]) -> None:
+    """Mark where the pieces of every run in ``window`` begin (its first and last runs
+    are whole); whitespace's marks are cleared afterwards."""
+    change = np.empty(len(window), np.bool_)
     change[0] = True
     np.not_equal(window[1:], window[:-1], out=change[1:])
-    starts = np.flatnonzero(change).astype(np.int32)  # where each run begins
+    marks[:] = change  # the first piece of each run
+    starts = change.nonzero()[0].astype(np.int32)  # where each run begins
     del change
-    marks[starts] = 1
-    np.minimum(marks, window, out=marks)  # a piece begins each run but whitespace's
-    per = window[starts]
-    per &= 0x7F  # characters a piece, 0 for whitespace
+    per = window[starts]  # characters a piece: 6, 3, 2, 0x82 (2), 1; whitespace 0
+    per -= 1
+    per &= 0x7F
+    per += 1  # the class's characters a piece; 128 for whitespace (its marks are cleared)
     lengths = np.empty_like(starts)
     np.subtract(starts[1:], starts[:-1], out=lengths[:-1])
-    lengths[-1] = size - starts[-1]
-    long = np.flatnonzero((lengths > per) & (per != 0))  # runs of more than one piece
+    lengths[-1] = len(window) - starts[-1]
+    long = (lengths > per).nonzero()[0]
     if not len(long):
         return
-    first, length, step = starts.take(long), lengths.take(long), per.take(long).astype(np.int32)
+    first, length, step = starts.take(long), lengths.take(long), per.take(long).astype(np.int64)
     del starts, lengths, per, long
     more = (length - 1) // step  # pieces after the first
     # piece j (1..more) of each long run begins at first + j * step
-    offsets = np.arange(1, int(more.sum()) + 1, dtype=np.int32)
-    offsets -= np.repeat(np.cumsum(more, dtype=np.int32) - more, more)
+    offsets = np.arange(1, int(more.sum()) + 1)
+    offsets -= np.repeat(np.cumsum(more) - more, more)
     offsets *= np.repeat(step, more)
     offsets += np.repeat(first, more)
     marks[offsets] = 1

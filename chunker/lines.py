@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 
+from markdown_it.common.utils import mdTrim
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
+from markdown_it.rules_block.table import escapedSplit, headerLineRe
 
 ATX = re.compile(r"#{1,6}(?=[ \t]|$)")
 SETEXT = re.compile(r"(?:=+|-+)[ \t]*$")
@@ -58,6 +60,44 @@ def list_item(stripped: str) -> tuple[str, int] | None:
     if not spaces or not content or content[0] == "\t":
         return None
     return marker[-1], len(marker) + (len(spaces) if len(spaces) <= 4 else 1)
+
+
+_DELIMITER_ROW = re.compile(r"[|\-: \t]*")
+TERMINATES_TABLE = frozenset(("heading", "fence", "html", "rule", "container"))
+
+
+def table_columns(header: str, delimiter: str) -> int:
+    """How many columns a GFM table has whose header line (from its first non-blank
+    character) and delimiter row (the next line, whole) are these, as markdown-it's
+    table rule reads them; 0 when they make no table."""
+    row = delimiter.lstrip(" \t")
+    if columns(delimiter, len(delimiter) - len(row)) >= 4 or len(row) < 2:
+        return 0
+    first, second = row[0], row[1]
+    if first not in "|-:" or second not in "|-: \t" or (first == "-" and second in " \t"):
+        return 0
+    if not _DELIMITER_ROW.fullmatch(row):
+        return 0
+    cells = row.split("|")
+    aligns = 0
+    for position, cell in enumerate(cells):
+        trimmed = mdTrim(cell)
+        if not trimmed:
+            if position in (0, len(cells) - 1):
+                continue  # empty cells outside the outer pipes
+            return 0
+        if not headerLineRe.search(trimmed):
+            return 0
+        aligns += 1
+    text = mdTrim(header)
+    if "|" not in text:
+        return 0
+    names = escapedSplit(text)
+    if names and names[0] == "":
+        names.pop(0)
+    if names and names[-1] == "":
+        names.pop()
+    return aligns if names and len(names) == aligns else 0
 
 
 def front_matter(lines: list[str]) -> tuple[str | None, int]:

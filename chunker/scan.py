@@ -23,11 +23,15 @@ gives up and returns None; the caller then runs the full parser.
 
 from __future__ import annotations
 
+from markdown_it.common.utils import mdTrim
+from markdown_it.rules_block.table import MAX_AUTOCOMPLETED_CELLS
+
 from chunker.blocks import Block, ParsedDocument
 from chunker.lines import (
     ATX,
     BLANK_ENDS,
     SETEXT,
+    TERMINATES_TABLE,
     atx_content,
     closes_fence,
     columns,
@@ -35,6 +39,7 @@ from chunker.lines import (
     html_end,
     list_item,
     opens_block,
+    table_columns,
 )
 from chunker.markdown import heading_title, parse_span, split_lines
 
@@ -51,9 +56,9 @@ def scan_markdown(text: str) -> ParsedDocument | None:
     """
     lines, starts = split_lines(text)
     front, first = front_matter(lines)
-    scanner = _Scanner(lines, starts)
     # like markdown-it, a last line of spaces and tabs (without a line end) is no line
     count = len(lines) - 1 if not lines[-1].strip(" \t") else len(lines)
+    scanner = _Scanner(lines, starts, count)
     for index in range(first, count):
         if not scanner.feed(index):
             return None
@@ -81,8 +86,8 @@ def expand_regions(text: str, blocks: list[Block]) -> list[Block]:
 class _Scanner:
     """Line-by-line state of the top level (see the module docstring)."""
 
-    def __init__(self, lines: list[str], starts: list[int]) -> None:
-        self.lines, self.starts = lines, starts
+    def __init__(self, lines: list[str], starts: list[int], count: int) -> None:
+        self.lines, self.starts, self.count = lines, starts, count
         self.blocks: list[Block] = []
         self.pending = ""  # open block: "paragraph", "code", "fence", "html", "list", REGION
         self.pending_start = 0  # its first line
@@ -101,6 +106,9 @@ class _Scanner:
         self.item_first = 0
         self.item_seen = 0
         self.item = _ENDED
+        self.table_columns = 0  # open table: its columns, its body's first line, its rows
+        self.table_body = 0
+        self.table_rows: list[int] = []
 
     def _emit(self, kind: str, start: int, end: int) -> None:
         self.blocks.append(Block(kind, self.starts[start], self.starts[end]))
@@ -117,6 +125,11 @@ class _Scanner:
         elif self.pending == "list":
             start, end = self.starts[self.pending_start], self.starts[index]
             self.blocks.append(Block("list", start, end, splits=tuple(self.list_items)))
+        elif self.pending == "table":
+            start, end = self.starts[self.pending_start], self.starts[index]
+            header_end = self.starts[self.table_body]
+            rows = tuple(self.table_rows[1:])  # as markdown-it: cuts before rows 2, 3...
+            self.blocks.append(Block("table", start, end, splits=rows, header_end=header_end))
         elif self.pending:
             self._emit(self.pending, self.pending_start, index)
         self.pending = ""
@@ -135,6 +148,10 @@ class _Scanner:
         line = self.lines[index]
         if self.pending == "list":
             taken = self._list_line(index, line)
+            if taken is not None:
+                return taken
+        elif self.pending == "table":
+            taken = self._table_line(index, line)
             if taken is not None:
                 return taken
         # most lines: empty, or text at column 0, outside a fence and an HTML block
@@ -304,19 +321,59 @@ class _Scanner:
         return state
 
     def _text_line(self, index: int, stripped: str, indent: int, blank_before: bool) -> None:
-        """A line of paragraph text (it opens no other block)."""
+        """A line of paragraph text (it opens no other block, or a table)."""
         if self.para is False:  # a plain line after a blank line or a closed block
             if self.container and not (blank_before and indent == 0):
                 self.para = None  # may be a list item's paragraph
+            elif "|" in stripped and self._table(index, stripped):
+                self.container = False
             elif "|" in stripped or stripped[0] == "[":
                 self.container = False
-                self._open(REGION, index)  # a table header or a link reference definition
+                self._open(REGION, index)  # a link reference definition, maybe
                 self.para = None
             else:
                 self.container, self.para = False, True
                 self._open("paragraph", index)
         elif self.para is True and "|" in stripped:
-            self._unsure(index)  # a table may interrupt the paragraph here
+            self._table(index, stripped)  # a table may interrupt the paragraph here
+
+    def _table(self, index: int, stripped: str) -> bool:
+        """Open a table at line ``index`` if the next line makes it one (see
+        ``table_columns``); it then closes the paragraph in progress."""
+        if index + 1 >= self.count:
+            return False
+        columns_ = table_columns(stripped, self.lines[index + 1])
+        if not columns_:
+            return False
+        self._open("table", index)
+        self.para = False
+        self.table_columns, self.table_body, self.table_rows = columns_, index + 2, []
+        return True
+
+    def _table_line(self, index: int, line: str) -> bool | None:
+        """A line while a table is open: True when the table takes it as a row, None
+        when the table ended before it (it is then read at the top level), False to
+        give up.
+
+        As markdown-it's table rule: every line is a row until a blank one (by
+        CommonMark's wider whitespace), an indented code line, or one that opens a
+        heading, fence, quote, list, rule or an HTML block that may interrupt.
+        """
+        if index < self.table_body:
+            return True  # the delimiter row
+        stripped = line.lstrip(" \t")
+        if (
+            not mdTrim(stripped)
+            or columns(line, len(line) - len(stripped)) >= 4
+            or opens_block(stripped, True) in TERMINATES_TABLE
+        ):
+            self.close(index)
+            self.para = self.container = False
+            return None
+        self.table_rows.append(self.starts[index])
+        # markdown-it stops a table whose rows leave too many cells empty: past this
+        # many rows that could happen, the full parser decides
+        return len(self.table_rows) * self.table_columns <= MAX_AUTOCOMPLETED_CELLS
 
 
 # What a list item's last line leaves open, for a lazy line after it:

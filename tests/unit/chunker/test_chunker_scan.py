@@ -43,6 +43,8 @@ DECIDING_LINES = [
     "{: #ial }", "  # item heading", "* # heading item", "  | a |", "  [ref]: /x", "* ```",
     "> - quoted item", "  > - deeper", "  * >", "   lazy three",
     "  ***", "    four-space text", "1. #### numbered heading", "  > # quoted heading in item",
+    "| h1 | h2 |", "|:--|--:|", "| --- |", "h | h", "--|--", "|-|-|-|", "| a \\| b |",
+    "| -- | x |", "\u00a0", "| :-: | - |", "  |---|---|", "    |---|---|", "a | b | c",
 ]  # fmt: skip
 
 
@@ -82,6 +84,22 @@ def test_generated_documents_scan_like_markdown_it(text: str) -> None:
     _assert_same_as_markdown_it(text)
 
 
+# Tables meet their header rows, delimiter rows and every line that may end them
+# far more often here than among all the deciding lines.
+TABLE_LINES = [
+    "| a | b |", "a | b", "| a |", "|---|---|", "--- | ---", "|:-:|", "| -- |", "|-|-|-|",
+    "| 1 | 2 |", "1 | 2 | 3", "row without pipes", "| a \\| b |", "", " ", "\u00a0",
+    "    | code |", "# heading", "> quote", "- item", "1. item", "***", "```", "<div>",
+    "<span>", "Para text", "===", "---", "  | indented |", "\t| tab |",
+]  # fmt: skip
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(TABLE_LINES), max_size=30))
+def test_generated_tables_scan_like_markdown_it(lines: list[str]) -> None:
+    _assert_same_as_markdown_it("\n".join(lines))
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -108,6 +126,12 @@ def test_generated_documents_scan_like_markdown_it(text: str) -> None:
         "- item\n  | a |\nlazy?\n# x",  # after a table row: a region, for markdown-it
         "5. #### Heading item\n\n    Its paragraph.\nlazy line\n\n# after",
         "- ## heading\nnot lazy: a heading is no paragraph\n# h",
+        # GFM tables: the scanner reads them as markdown-it's table rule does
+        "| a | b |\n|---|---|\n| 1 | 2 |\nplain row\n> quote ends it\n# h",
+        "Para\na | b\n--|--\nrow\n\n# h",  # a table interrupts a paragraph
+        "| a | b |\n|---|\nnot a table: two columns, one delimiter\n# h",
+        "| a |\n|---|\n| 1 |\n\u00a0\n# h",  # a no-break space line ends the table
+        "| a |\n|---|\n    code ends it\n# h",
     ],
 )
 def test_the_cases_that_decide_headings(text: str) -> None:

@@ -25,13 +25,15 @@ from chunker.tokens import SpanCounter, count_tokens
 
 # Cuts fall after ASCII whitespace (or after a CJK full stop, where the character
 # class changes), where token counts add up: see ``chunker.tokens``.
+_LINE_END = re.compile(r"\n")
+_WHITESPACE = re.compile(r"[ \t\n\r\f\v]+")
 _TEXT_BOUNDARIES = (
     re.compile(r"\n[ \t]*\n[ \t\n\r\f\v]*"),  # blank lines
-    re.compile(r"\n"),  # line ends
+    _LINE_END,
     re.compile(  # sentence ends
         r"[.!?…][\"'”’)\]]*[ \t\n\r\f\v]+|[。！？](?![^\w\s])[ \t\n\r\f\v]*"  # noqa: RUF001
     ),
-    re.compile(r"[ \t\n\r\f\v]+"),  # whitespace
+    _WHITESPACE,
 )
 _SPACE = re.compile(r"[ \t\n\r\f\v]")
 
@@ -145,15 +147,26 @@ def _best_cut(text: str, start: int, limit: int) -> int | None:
     middle = start + (limit - start) // 2
     fallback: int | None = None
     for boundary in _TEXT_BOUNDARIES:
-        last = None
-        for match in boundary.finditer(text, start, limit):
-            if match.end() > start:
-                last = match.end() if match.end() <= limit else last
+        last = _last_end(text, boundary, start, limit)
         if last is not None:
             if last >= middle:
                 return last
             fallback = last if fallback is None else fallback
     return fallback
+
+
+def _last_end(text: str, boundary: re.Pattern[str], start: int, limit: int) -> int | None:
+    """End of the last match of ``boundary`` in ``text[start:limit]`` (cut at ``limit``)."""
+    if boundary is _LINE_END:  # the last "\n": found from the end, at memchr speed
+        found = text.rfind("\n", start, limit)
+        return found + 1 if found >= 0 else None
+    if boundary is _WHITESPACE:  # a run's end is one past its last character
+        found = max(text.rfind(char, start, limit) for char in " \t\n\r\f\v")
+        return found + 1 if found >= 0 else None
+    last = None
+    for match in boundary.finditer(text, start, limit):
+        last = match.end()
+    return last if last is not None and last > start else None
 
 
 @overload

@@ -170,19 +170,22 @@ class SpanCounter:
             inner = SpanCounter(self._text[start:end])
             found = inner.budget_end(0, end - start, budget)
             return None if found is None else start + found
-        low, step = start, 8 * (budget + 1)
+        marks = self._starts
+        low, step, below = start, 8 * (budget + 1), 0  # below: pieces in [start, low)
         while True:
             high = min(end, start + step)
-            if self._starts.count(1, start, high) > budget:
+            more = marks.count(1, low, high)
+            if below + more > budget:
                 break
             if high == end:
                 return None
-            low, step = high, step * 2
+            low, step, below = high, step * 2, below + more
         # smallest p in (low, high] with more than `budget` pieces in [start, p)
         while high - low > 1:
             middle = (low + high) // 2
-            if self._starts.count(1, start, middle) > budget:
+            more = marks.count(1, low, middle)
+            if below + more > budget:
                 high = middle
             else:
-                low = middle
+                low, below = middle, below + more
         return high - 1

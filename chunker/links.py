@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from urllib.parse import unquote
 
@@ -19,11 +21,10 @@ from chunker.sections import Section, kramdown_slug
 # Every repetition is bounded (or stops at a character the next part needs),
 # so that no input makes a search quadratic. Each pattern starts with a
 # literal, which the regex engine finds at memchr speed.
-_LINKS = (
-    re.compile(r"""\]\([ \t]{0,8}<?#([^)\s>]{1,200})"""),  # [text](#anchor)
-    re.compile(r"""href[ \t]{0,8}=[ \t]{0,8}["']#([^"'\s]{1,200})["']"""),  # <a href="#anchor">
-    re.compile(r"""\]:[ \t]{0,8}#(\S{1,200})"""),  # [label]: #anchor
+_BRACKET_LINK = re.compile(  # [text](#anchor), or [label]: #anchor (group 2)
+    r"""\](?:\([ \t]{0,8}<?#([^)\s>]{1,200})|:[ \t]{0,8}#(\S{1,200}))"""
 )
+_HREF_LINK = re.compile(r"""href[ \t]{0,8}=[ \t]{0,8}["']#([^"'\s]{1,200})["']""")  # <a href="#x">
 _DEFINITION_LABEL = re.compile(r"[ \t]{0,3}\[[^\]\n]{1,200}")
 # Matched against the lowercased title (an IGNORECASE search costs twice as much):
 # Turkish capitals lowercase to dotted forms, so "İ" (i + U+0307) and "I" (i) match
@@ -58,11 +59,14 @@ def linked_anchors(text: str) -> list[tuple[int, str]]:
     if "#" not in text:
         return []
     found: list[tuple[int, str]] = []
-    for pattern in _LINKS:
-        for match in pattern.finditer(text):
-            if pattern is _LINKS[2] and not _is_definition(text, match.start()):
-                continue
-            found.append((match.start(), unquote(match.group(1))))
+    for match in _BRACKET_LINK.finditer(text):
+        inline, defined = match.groups()
+        if inline is not None:
+            found.append((match.start(), unquote(inline)))
+        elif _is_definition(text, match.start()):
+            found.append((match.start(), unquote(defined)))
+    if "href" in text:
+        found.extend((match.start(), unquote(match[1])) for match in _HREF_LINK.finditer(text))
     return found
 
 
@@ -80,14 +84,26 @@ def is_exception(title: str) -> bool:
 def exception_pairs(sections: list[Section]) -> list[tuple[int, int]]:
     """(rule, exception) section pairs: an exception qualifies its nearest preceding
     sibling that is not itself an exception, else its parent."""
+    exceptions = _exceptions(sections)
+    if not exceptions:
+        return []
     top = [s.index for s in sections if s.parent is None and s.level]
     pairs: list[tuple[int, int]] = []
     for group, parent in [(top, None)] + [(s.children, s.index) for s in sections]:
         rule = parent
         for index in group:
-            if is_exception(sections[index].title):
+            if index in exceptions:
                 if rule is not None:
                     pairs.append((rule, index))
             else:
                 rule = index
     return pairs
+
+
+def _exceptions(sections: list[Section]) -> set[int]:
+    """Indices of the sections whose heading says exception (``is_exception``), found
+    by one search over all the lowercased titles, NUL-separated (no title holds one)."""
+    lowered = [section.title.lower() for section in sections]
+    starts = list(itertools.accumulate((len(title) + 1 for title in lowered), initial=0))
+    found = EXCEPTION_WORDS.finditer("\0".join(lowered))
+    return {sections[bisect.bisect_right(starts, match.start()) - 1].index for match in found}

@@ -49,7 +49,9 @@ def chunk_document(
     check_identity(document_id, version)
     check_changed_at(changed_at)
     kind = content_kind(content_type)
-    text = decode(content)
+    text, utf8 = decode(content)
+    count = SpanCounter(text, utf8)  # first, so that the UTF-8 copy goes at once
+    del utf8
     parsed: ParsedDocument
     if kind == "text/markdown":
         parsed = scan_markdown(text) or parse_markdown(text)
@@ -65,8 +67,6 @@ def chunk_document(
         return []
     if kind == "text/markdown":
         _add_anchors(text, sections)
-
-    count = SpanCounter(text)
 
     drafts: list[_Draft] = []
     first_chunk: dict[int, int] = {}  # section index -> index of the chunk where it starts

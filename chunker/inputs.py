@@ -34,7 +34,10 @@ def content_kind(content_type: str) -> str:
     return kind
 
 
-def decode(content: str | bytes) -> str:
+def decode(content: str | bytes) -> tuple[str, bytes | None]:
+    """The content as text, and its UTF-8 encoding when checking it made one (the
+    token counter reuses it rather than encoding again)."""
+    utf8: bytes | None = None
     if isinstance(content, bytes | bytearray | memoryview):
         raw = bytes(content)
         try:
@@ -44,11 +47,12 @@ def decode(content: str | bytes) -> str:
                 f"content is not valid UTF-8: byte {raw[exc.start : exc.start + 1]!r} "
                 f"at offset {exc.start} ({exc.reason})"
             ) from exc
+        utf8 = None if raw.startswith(b"\xef\xbb\xbf") else raw
     elif isinstance(content, str):
         text = content
         if not text.isascii():
             try:  # the C encoder finds a lone surrogate faster than any search
-                text.encode("utf-8")
+                utf8 = text.encode("utf-8")
             except UnicodeEncodeError as exc:
                 raise InvalidContent(
                     f"content has a lone surrogate {text[exc.start]!r} at offset "
@@ -59,4 +63,4 @@ def decode(content: str | bytes) -> str:
     nul = text.find("\x00")
     if nul >= 0:
         raise InvalidContent(f"content has a NUL character at offset {nul}")
-    return text
+    return text, utf8

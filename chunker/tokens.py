@@ -67,11 +67,13 @@ _SHORT = 256
 _RUN = re.compile(rb"([^\x00])\1*")
 
 
-def classes(text: str) -> bytes:
-    """The class string of ``text``: byte ``i`` is the class of character ``i``."""
+def classes(text: str, utf8: bytes | None = None) -> bytes:
+    """The class string of ``text``: byte ``i`` is the class of character ``i``.
+    ``utf8``, when given, is ``text`` encoded in UTF-8."""
     if text.isascii():  # one byte a character already: no UTF-8 encoding to shrink
-        return text.encode("ascii").translate(_TABLE)
-    return text.encode("utf-8", "surrogatepass").translate(_TABLE, _CONTINUATION)
+        return (utf8 or text.encode("ascii")).translate(_TABLE)
+    encoded = utf8 if utf8 is not None else text.encode("utf-8", "surrogatepass")
+    return encoded.translate(_TABLE, _CONTINUATION)
 
 
 def piece_starts(cls: bytes) -> bytearray:
@@ -147,9 +149,9 @@ class SpanCounter:
     memory speed. Any other span is counted from its own slice of the text.
     """
 
-    def __init__(self, text: str) -> None:
-        self._text = text  # a reference: only the piece-start string is the counter's own
-        self._starts = piece_starts(classes(text))
+    def __init__(self, text: str, utf8: bytes | None = None) -> None:
+        self._text = text  # a reference: only the piece marks are the counter's own
+        self._starts = piece_starts(classes(text, utf8))
 
     def _aligned(self, start: int) -> bool:
         starts = self._starts

@@ -59,8 +59,9 @@ def scan_markdown(text: str) -> ParsedDocument | None:
     # like markdown-it, a last line of spaces and tabs (without a line end) is no line
     count = len(lines) - 1 if not lines[-1].strip(" \t") else len(lines)
     scanner = _Scanner(lines, starts, count)
+    feed = scanner.feed
     for index in range(first, count):
-        if not scanner.feed(index):
+        if not feed(index, lines[index]):
             return None
     scanner.close(max(first, count))
     return ParsedDocument(
@@ -143,9 +144,8 @@ class _Scanner:
             self._open(REGION, index)
         self.para = None
 
-    def feed(self, index: int) -> bool:
+    def feed(self, index: int, line: str) -> bool:
         """Take line ``index``; False when only the full parser can tell what it is."""
-        line = self.lines[index]
         if self.pending == "list":
             taken = self._list_line(index, line)
             if taken is not None:
@@ -198,8 +198,10 @@ class _Scanner:
 
     def _blank(self, index: int) -> bool:
         """A line of nothing but spaces and tabs: it ends a paragraph, nothing else."""
-        if self.pending == "paragraph":
-            self.close(index)
+        if self.pending == "paragraph":  # the commonest block: closed here, not in close()
+            starts = self.starts
+            self.blocks.append(Block("paragraph", starts[self.pending_start], starts[index]))
+            self.pending = ""
         self.para, self.prev_blank = False, True
         return True
 

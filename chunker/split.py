@@ -17,7 +17,6 @@ import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import overload
 
 from chunker.blocks import Block
 from chunker.policy import SizePolicy
@@ -68,18 +67,21 @@ def split_unit(
     """
     pieces = list(_Splitter(text, policy, count).pieces(blocks, *span))
     header_tokens = {p.header: count_tokens(p.header) for p in pieces if p.header is not None}
-    fewest = _pack(pieces, policy.max_tokens, header_tokens)
-    low = max(1, -(-sum(p.tokens for p in pieces) // max(1, len(fewest))))
+    fewest = len(_pack(pieces, policy.max_tokens, header_tokens))
+    tokens = [piece.tokens for piece in pieces]
+    extras = [0 if piece.header is None else header_tokens[piece.header] for piece in pieces]
+    low = max(1, -(-sum(tokens) // max(1, fewest)))
     high = policy.max_tokens
-    best = fewest
-    while low < high:
+    while low < high:  # the smallest limit that packs into `fewest` parts
         middle = (low + high) // 2
-        packed = _pack(pieces, middle, header_tokens, most=len(fewest))
-        if packed is not None:
-            best, high = packed, middle
+        if _fits(tokens, extras, middle, fewest):
+            high = middle
         else:
             low = middle + 1
-    return [Part(p.start, p.end, p.header, p.unsplittable, p.tokens) for p, _ in best]
+    return [
+        Part(p.start, p.end, p.header, p.unsplittable, p.tokens)
+        for p in _pack(pieces, high, header_tokens)
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,32 +171,36 @@ def _last_end(text: str, boundary: re.Pattern[str], start: int, limit: int) -> i
     return last if last is not None and last > start else None
 
 
-@overload
-def _pack(
-    pieces: list[Piece], limit: int, header_tokens: dict[str, int]
-) -> list[tuple[Piece, int]]: ...
-@overload
-def _pack(
-    pieces: list[Piece], limit: int, header_tokens: dict[str, int], most: int
-) -> list[tuple[Piece, int]] | None: ...
-def _pack(
-    pieces: list[Piece], limit: int, header_tokens: dict[str, int], most: int | None = None
-) -> list[tuple[Piece, int]] | None:
-    """Greedy packing, in order, up to ``limit`` tokens a part; None once it needs
-    more than ``most`` parts.
+def _fits(tokens: list[int], extras: list[int], limit: int, most: int) -> bool:
+    """Whether ``_pack`` up to ``limit`` makes at most ``most`` parts, on the pieces'
+    token counts alone (``extras``: a piece's header tokens, when it has one)."""
+    closed, open_tokens = 0, -1  # -1: no part open yet
+    for piece_tokens, extra in zip(tokens, extras, strict=True):
+        if open_tokens >= 0 and open_tokens + piece_tokens <= limit:
+            open_tokens += piece_tokens
+            continue
+        if open_tokens >= 0:
+            closed += 1
+            if closed >= most:  # this part and the one starting here make too many
+                return False
+        with_header = piece_tokens + extra
+        open_tokens = with_header if extra and with_header <= limit else piece_tokens
+    return True
+
+
+def _pack(pieces: list[Piece], limit: int, header_tokens: dict[str, int]) -> list[Piece]:
+    """Greedy packing, in order, up to ``limit`` tokens a part.
 
     Each part is given as a piece standing for it (its start, repeated header,
-    flag and total tokens) and the index of its last piece. A part that starts
-    inside a table carries the header rows when they fit within ``limit``.
+    flag and total tokens). A part that starts inside a table carries the
+    header rows when they fit within ``limit``.
     """
-    parts: list[tuple[Piece, int]] = []
+    parts: list[Piece] = []
     head: Piece | None = None  # the open part's first piece: only closed parts become Pieces
     tokens, header = 0, None
     for index, piece in enumerate(pieces):
         if head is not None and tokens + piece.tokens > limit:
-            if most is not None and len(parts) + 1 >= most:
-                return None  # this part and the one starting here already make too many
-            parts.append((_part(head, pieces[index - 1], tokens, header), index - 1))
+            parts.append(_part(head, pieces[index - 1], tokens, header))
             head = None
         if head is None:
             head, tokens, header = piece, piece.tokens, piece.header
@@ -205,7 +211,7 @@ def _pack(
         else:
             tokens += piece.tokens
     if head is not None:
-        parts.append((_part(head, pieces[-1], tokens, header), len(pieces) - 1))
+        parts.append(_part(head, pieces[-1], tokens, header))
     return parts
 
 

@@ -54,6 +54,9 @@ def _class_of_byte(byte: int) -> int:
 _TABLE = bytes(_class_of_byte(byte) for byte in range(256))
 _CONTINUATION = bytes(range(0x80, 0xC0))
 _FREE = frozenset(chr(byte) for byte in range(0x80) if _TABLE[byte] == _SPACE)
+# characters a piece, by class byte (the low 7 bits); whitespace's runs get 128 so that
+# they count as one piece here (their marks are cleared afterwards)
+_PER_PIECE = np.array([(byte & 0x7F) or 128 for byte in range(256)], np.uint8)
 # numpy works on windows of about a third of the text, from 2,048 to 8,192 characters,
 # each ending where a run ends: its scratch arrays (about seven bytes a character of
 # the window) then stay a small part of the peak for a document of any size, for a
@@ -102,16 +105,11 @@ def _run_end(cls: bytes, position: int) -> int:
 def _mark_runs(window: npt.NDArray[np.uint8], marks: npt.NDArray[np.uint8]) -> None:
     """Mark where the pieces of every run in ``window`` begin (its first and last runs
     are whole); whitespace's marks are cleared afterwards."""
-    change = np.empty(len(window), np.bool_)
+    change = marks.view(np.bool_)  # 1 where a run begins: the first piece of each run
     change[0] = True
     np.not_equal(window[1:], window[:-1], out=change[1:])
-    marks[:] = change  # the first piece of each run
     starts = change.nonzero()[0].astype(np.int32)  # where each run begins
-    del change
-    per = window[starts]  # characters a piece: 6, 3, 2, 0x82 (2), 1; whitespace 0
-    per -= 1
-    per &= 0x7F
-    per += 1  # the class's characters a piece; 128 for whitespace (its marks are cleared)
+    per = _PER_PIECE.take(window.take(starts))  # the run's characters a piece
     lengths = np.empty_like(starts)
     np.subtract(starts[1:], starts[:-1], out=lengths[:-1])
     lengths[-1] = len(window) - starts[-1]

@@ -91,16 +91,11 @@ def build_sections(
     body_end = len(text)
     sections: list[Section] = []
     stack: list[int] = []  # open sections, outermost first
-    preamble: list[Block] = []
-    for block in blocks:
-        if block.kind != "heading":
-            if sections:
-                sections[-1].blocks.append(block)
-                if block.anchors:
-                    sections[-1].anchors.extend(block.anchors)
-            else:
-                preamble.append(block)
-            continue
+    heads = [index for index, block in enumerate(blocks) if block.kind == "heading"]
+    preamble = blocks[: heads[0]] if heads else blocks
+    for position, head in enumerate(heads):
+        block = blocks[head]
+        own = blocks[head : heads[position + 1] if position + 1 < len(heads) else len(blocks)]
         if not sections and text[body_start : block.start].strip():
             sections.append(_preamble(preamble, body_start, block.start, slugs))
         while stack and sections[stack[-1]].level >= block.level:
@@ -118,10 +113,10 @@ def build_sections(
             start=block.start,
             own_end=body_end,
             end=body_end,
-            blocks=[block],
+            blocks=own,
             parent=parent,
             slug=slugs.unique(github_slug(block.title)),
-            anchors=list(block.anchors),
+            anchors=[anchor for each in own if each.anchors for anchor in each.anchors],
         )
         if parent is not None:
             sections[parent].children.append(section.index)

@@ -126,7 +126,8 @@ def _chunk(
 ) -> Chunk:
     part = draft.part
     body = text[part.start : part.end]
-    if common.content_type == "text/html":
+    html = common.content_type == "text/html"
+    if html:
         body = html_to_text(body)
     chunk_text = f"{part.header}\n{body}" if part.header else body
     heading_path = [common.root, *draft.section.path]
@@ -134,34 +135,34 @@ def _chunk(
     # every value is built here from checked input: validating again only costs time
     return build(
         Chunk,
-        dict(
-            chunk_id=ids[ordinal],
-            document_id=common.document_id,
-            version=common.version,
-            section=draft.slug,
-            ordinal=ordinal,
-            heading_path=heading_path,
-            text=chunk_text,
-            char_start=part.start,
-            char_end=part.end,
+        {
+            "chunk_id": ids[ordinal],
+            "document_id": common.document_id,
+            "version": common.version,
+            "section": draft.slug,
+            "ordinal": ordinal,
+            "heading_path": heading_path,
+            "text": chunk_text,
+            "char_start": part.start,
+            "char_end": part.end,
             # whitespace is free and cuts fall on whitespace, so the parts' sums are exact
-            token_count=part.tokens if common.content_type != "text/html" else count_tokens(body),
-            part=draft.number if split else None,
-            parts=draft.parts if split else None,
-            repeated_header=part.header,
-            unsplittable=part.unsplittable,
-            neighbours=build(
+            "token_count": count_tokens(body) if html else part.tokens,
+            "part": draft.number if split else None,
+            "parts": draft.parts if split else None,
+            "repeated_header": part.header,
+            "unsplittable": part.unsplittable,
+            "neighbours": build(
                 Neighbours,
-                dict(
-                    previous=ids[ordinal - 1] if ordinal else None,
-                    next=ids[ordinal + 1] if ordinal + 1 < len(ids) else None,
-                    related=[ids[i] for i in related],
-                ),
+                {
+                    "previous": ids[ordinal - 1] if ordinal else None,
+                    "next": ids[ordinal + 1] if ordinal + 1 < len(ids) else None,
+                    "related": [ids[i] for i in related],
+                },
             ),
-            metadata=common.meta,
-            content_type=common.content_type,
-            changed_at=common.changed_at,
-        ),
+            "metadata": common.meta,
+            "content_type": common.content_type,
+            "changed_at": common.changed_at,
+        },
     )
 
 

@@ -169,23 +169,28 @@ def _chunk(
 def _related(
     text: str, sections: list[Section], drafts: list[_Draft], first_chunk: dict[int, int]
 ) -> list[list[int]]:
-    related: list[set[int]] = [set() for _ in drafts]
+    related: dict[int, set[int]] = {}  # only chunks with a link: most have none
     found = links.linked_anchors(text)  # links anywhere: each belongs to the chunk around it
-    targets = links.anchor_targets(sections) if found else {}
-    ends = [draft.part.end for draft in drafts]
-    for offset, anchor in found:
-        position = bisect.bisect_right(ends, offset)
-        section = targets.get(anchor, targets.get(anchor.lower()))
-        if position == len(drafts) or drafts[position].part.start > offset:
-            continue  # in front matter, or in whitespace between chunks
-        if section is not None and section in first_chunk:
-            related[position].add(first_chunk[section])
+    if found:
+        targets = links.anchor_targets(sections)
+        ends = [draft.part.end for draft in drafts]
+        for offset, anchor in found:
+            position = bisect.bisect_right(ends, offset)
+            section = targets.get(anchor, targets.get(anchor.lower()))
+            if position == len(drafts) or drafts[position].part.start > offset:
+                continue  # in front matter, or in whitespace between chunks
+            if section is not None and section in first_chunk:
+                related.setdefault(position, set()).add(first_chunk[section])
     for rule, exception in links.exception_pairs(sections):
         a, b = first_chunk.get(rule), first_chunk.get(exception)
         if a is not None and b is not None:
-            related[a].add(b)
-            related[b].add(a)
-    return [sorted(linked - {position}) for position, linked in enumerate(related)]
+            related.setdefault(a, set()).add(b)
+            related.setdefault(b, set()).add(a)
+    none: list[int] = []  # shared by the chunks without links; never changed
+    return [
+        sorted(related[position] - {position}) if position in related else none
+        for position in range(len(drafts))
+    ]
 
 
 def _add_anchors(text: str, sections: list[Section]) -> None:

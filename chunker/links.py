@@ -65,8 +65,7 @@ def linked_anchors(text: str) -> list[tuple[int, str]]:
             found.append((match.start(), unquote(inline)))
         elif _is_definition(text, match.start()):
             found.append((match.start(), unquote(defined)))
-    if "href" in text:
-        found.extend((match.start(), unquote(match[1])) for match in _HREF_LINK.finditer(text))
+    found.extend((match.start(), unquote(match[1])) for match in _HREF_LINK.finditer(text))
     return found
 
 

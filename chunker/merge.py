@@ -44,6 +44,8 @@ def _plan(
 ) -> list[Unit]:
     section = sections[index]
     own = Unit([index], section.start, section.own_end, count(section.start, section.own_end), True)
+    if not section.children:
+        return [own]
     rest: list[Unit] = []
     absorbing = own.tokens < policy.min_tokens
     for child in section.children:

@@ -156,8 +156,9 @@ class SpanCounter:
         return start >= len(starts) or starts[start] == 1 or self._text[start] in _FREE
 
     def __call__(self, start: int, end: int) -> int:
-        if self._aligned(start):
-            return self._starts.count(1, start, end)
+        starts = self._starts  # _aligned, inline: called for every section
+        if start >= len(starts) or starts[start] == 1 or self._text[start] in _FREE:
+            return starts.count(1, start, end)
         return count_tokens(self._text[start:end])
 
     def budget_end(self, start: int, end: int, budget: int) -> int | None:

@@ -60,7 +60,8 @@ def decode(content: str | bytes) -> tuple[str, bytes | None]:
                 ) from exc
     else:
         raise InvalidContent(f"content must be str or bytes, got {type(content).__name__}")
-    nul = text.find("\x00")
-    if nul >= 0:
+    # a NUL byte is only ever a NUL character in UTF-8: found in the bytes at memchr speed
+    if (utf8.find(0) if utf8 is not None else text.find("\x00")) >= 0:
+        nul = text.find("\x00")
         raise InvalidContent(f"content has a NUL character at offset {nul}")
     return text, utf8

@@ -48,7 +48,10 @@ def path_title(title: str) -> str:
 
 
 def github_slug(title: str) -> str:
-    slug = _NOT_SLUG.sub("", title.strip().lower()).replace(" ", "-")
+    slug = title.strip().lower()
+    if not slug.replace(" ", "").replace("-", "").replace("_", "").isalnum():
+        slug = _NOT_SLUG.sub("", slug)  # str.isalnum is the regex's \w, less "_"
+    slug = slug.replace(" ", "-")
     return slug[:_MAX_SLUG].rstrip("-") or "section"
 
 

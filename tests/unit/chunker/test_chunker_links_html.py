@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chunker import SizePolicy, chunk_document
 from chunker.invariants import problems
 from chunker.links import is_exception
+from chunker.sections import github_slug
 
 NO_MERGE = SizePolicy(min_tokens=0)
 
@@ -119,3 +123,11 @@ def test_the_same_input_gives_byte_identical_output_in_a_new_process() -> None:
     here = [c.model_dump_json() for c in chunk_document("d", 7, markdown, policy=SizePolicy(0, 40))]
     here += [c.model_dump_json() for c in chunk_document("h", 7, HTML, content_type="text/html")]
     assert outputs == {"\n".join(here)}
+
+
+@given(st.text(max_size=40))
+def test_heading_slugs_follow_githubs_rule(title: str) -> None:
+    """Lowercase, everything but word characters, spaces and hyphens dropped, spaces
+    to hyphens (the fast path for plain titles must agree)."""
+    slug = re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+    assert github_slug(title) == (slug[:80].rstrip("-") or "section")

@@ -28,7 +28,7 @@ from chunker.policy import SizePolicy
 from chunker.scan import expand_regions, scan_markdown
 from chunker.sections import Section, SlugRegistry, build_sections, path_title
 from chunker.split import Part, split_unit
-from chunker.tokens import SpanCounter, count_tokens
+from chunker.tokens import SpanCounter, classes, count_tokens
 
 
 def chunk_document(
@@ -50,8 +50,12 @@ def chunk_document(
     check_changed_at(changed_at)
     kind = content_kind(content_type)
     text, utf8 = decode(content)
-    count = SpanCounter(text, utf8)  # first, so that the UTF-8 copy goes at once
+    # the token counter first, from the UTF-8 copy that checking the text made; each
+    # copy goes as soon as the next is made
+    cls = classes(text, utf8)
     del utf8
+    count = SpanCounter(text, cls)
+    del cls
     parsed: ParsedDocument
     if kind == "text/markdown":
         parsed = scan_markdown(text) or parse_markdown(text)

@@ -147,9 +147,10 @@ class SpanCounter:
     memory speed. Any other span is counted from its own slice of the text.
     """
 
-    def __init__(self, text: str, utf8: bytes | None = None) -> None:
+    def __init__(self, text: str, cls: bytes | None = None) -> None:
+        """``cls``, when given, is ``classes(text)``."""
         self._text = text  # a reference: only the piece marks are the counter's own
-        self._starts = piece_starts(classes(text, utf8))
+        self._starts = piece_starts(cls if cls is not None else classes(text))
 
     def _aligned(self, start: int) -> bool:
         starts = self._starts

@@ -57,12 +57,14 @@ _FREE = frozenset(chr(byte) for byte in range(0x80) if _TABLE[byte] == _SPACE)
 # characters a piece, by class byte (the low 7 bits); whitespace's runs get 128 so that
 # they count as one piece here (their marks are cleared afterwards)
 _PER_PIECE = np.array([(byte & 0x7F) or 128 for byte in range(256)], np.uint8)
-# numpy works on windows of about a third of the text, from 2,048 to 8,192 characters,
+# numpy works on windows of about a third of the text, from 2,048 to 16,384 characters,
 # each ending where a run ends: its scratch arrays (about seven bytes a character of
 # the window) then stay a small part of the peak for a document of any size, for a
 # fixed cost of about 25 microseconds a window
 _WINDOWS = 3
-_SMALLEST_WINDOW, _LARGEST_WINDOW = 1 << 11, 1 << 13
+_SMALLEST_WINDOW, _LARGEST_WINDOW = 1 << 11, 1 << 14
+# long runs are marked for many windows at once, at most about this many runs a batch
+_BATCH = 1 << 10
 _RUN_END = re.compile(rb"(.)\1*", re.DOTALL)
 # below this many characters, the runs are counted one by one: numpy's fixed cost per
 # call is larger than the work
@@ -88,11 +90,21 @@ def piece_starts(cls: bytes) -> bytearray:
     classes_ = np.frombuffer(cls, np.uint8)
     view = np.frombuffer(marks, np.uint8)
     window = min(max(size // _WINDOWS, _SMALLEST_WINDOW), _LARGEST_WINDOW)
+    pending: list[_LongRuns] = []  # long runs of the windows so far, marked in batches
+    waiting = 0
     start = 0
     while start < size:
         end = size if size - start <= window else _run_end(cls, start + window - 1)
-        _mark_runs(classes_[start:end], view[start:end])
+        found = _mark_runs(classes_[start:end], view[start:end], start)
+        if found is not None:
+            pending.append(found)
+            waiting += len(found[0])
+            if waiting > _BATCH:
+                _mark_long_runs(view, pending)
+                pending, waiting = [], 0
         start = end
+    if pending:
+        _mark_long_runs(view, pending)
     np.minimum(view, classes_, out=view)  # no piece begins in whitespace (class 0)
     return marks
 
@@ -102,9 +114,17 @@ def _run_end(cls: bytes, position: int) -> int:
     return _RUN_END.match(cls, position).end()  # type: ignore[union-attr]
 
 
-def _mark_runs(window: npt.NDArray[np.uint8], marks: npt.NDArray[np.uint8]) -> None:
-    """Mark where the pieces of every run in ``window`` begin (its first and last runs
-    are whole); whitespace's marks are cleared afterwards."""
+# the runs of a window that hold more than one piece: where each begins (in the whole
+# text), its characters a piece, and how many pieces it holds after its first
+_LongRuns = tuple[npt.NDArray[np.int32], npt.NDArray[np.uint8], npt.NDArray[np.int32]]
+
+
+def _mark_runs(
+    window: npt.NDArray[np.uint8], marks: npt.NDArray[np.uint8], offset: int
+) -> _LongRuns | None:
+    """Mark where each run in ``window`` begins (its first and last runs are whole;
+    whitespace's marks are cleared afterwards), and return its runs of more than
+    one piece, which ``_mark_long_runs`` marks for several windows at once."""
     change = marks.view(np.bool_)  # 1 where a run begins: the first piece of each run
     change[0] = True
     np.not_equal(window[1:], window[:-1], out=change[1:])
@@ -115,13 +135,22 @@ def _mark_runs(window: npt.NDArray[np.uint8], marks: npt.NDArray[np.uint8]) -> N
     lengths[-1] = len(window) - starts[-1]
     long = (lengths > per).nonzero()[0]
     if not len(long):
-        return
-    first, length, step = starts.take(long), lengths.take(long), per.take(long).astype(np.int64)
-    del starts, lengths, per, long
-    more = (length - 1) // step  # pieces after the first
-    # piece j (1..more) of each long run begins at first + j * step
-    offsets = np.arange(1, int(more.sum()) + 1)
-    offsets -= np.repeat(np.cumsum(more) - more, more)
+        return None
+    step = per.take(long)
+    more = lengths.take(long)
+    more -= 1
+    more //= step  # pieces after the first
+    first = starts.take(long)
+    first += offset
+    return first, step, more
+
+
+def _mark_long_runs(marks: npt.NDArray[np.uint8], runs: list[_LongRuns]) -> None:
+    """Mark the pieces after the first of every run in ``runs``: piece j (1..more)
+    of a run begins at first + j * step."""
+    first, step, more = (np.concatenate(column) for column in zip(*runs, strict=True))
+    offsets = np.arange(1, int(more.sum()) + 1, dtype=np.int32)  # offsets fit: < 2**31
+    offsets -= np.repeat(np.cumsum(more, dtype=np.int32) - more, more)
     offsets *= np.repeat(step, more)
     offsets += np.repeat(first, more)
     marks[offsets] = 1

@@ -49,8 +49,16 @@ def test_words_cjk_digits_and_punctuation_count_like_cl100k_pieces() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["A" * 200_001, "ab" * 100_003 + " x", "_" * 70_000 + "abc", "é" * 150_001, "word " * 30_000],
-    ids=["one-run", "pairs", "underscores", "accented", "words"],
+    [
+        "A" * 200_001,
+        "ab" * 100_003 + " x",
+        "_" * 70_000 + "abc",
+        "é" * 150_001,
+        "word " * 30_000,
+        "seventeen-letters " * 40_000,  # long runs in many windows and batches
+        "1234567|" * 30_000,
+    ],
+    ids=["one-run", "pairs", "underscores", "accented", "words", "long-words", "digits"],
 )
 def test_long_texts_count_like_the_plain_model(text: str) -> None:
     assert count_tokens(text) == _reference(text)

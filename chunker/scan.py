@@ -28,7 +28,6 @@ from markdown_it.rules_block.table import MAX_AUTOCOMPLETED_CELLS
 
 from chunker.blocks import Block, ParsedDocument
 from chunker.lines import (
-    ATX,
     BLANK_ENDS,
     SETEXT,
     TERMINATES_TABLE,
@@ -224,6 +223,17 @@ class _Scanner:
             self.blocks.append(_heading(content, self.starts, self.pending_start, index, level))
             self.pending, self.para = "", False
             return True
+        if first_char == "#":  # the commonest block line: an ATX heading, read here
+            level = len(stripped) - len(stripped.lstrip("#"))
+            if level <= 6 and stripped[level : level + 1] in ("", " ", "\t"):
+                if indent and self.container:
+                    return False  # a list item's heading, or a top-level one?
+                self.container, self.para = False, False
+                self.close(index)
+                self.blocks.append(
+                    _heading(atx_content(stripped, level), self.starts, index, index, level)
+                )
+                return True
         opens = opens_block(stripped, self.para)
         if opens == "unsure" or (indent and self.container and opens not in ("", "container")):
             return False  # a list item's heading, fence, HTML or rule, or a top-level one?
@@ -240,13 +250,7 @@ class _Scanner:
         elif opens:
             self.container, self.para = False, False
             self._open(opens, index)
-            if opens == "heading":
-                level = len(ATX.match(stripped).group())  # type: ignore[union-attr]
-                self.pending = ""
-                self.blocks.append(
-                    _heading(atx_content(stripped, level), self.starts, index, index, level)
-                )
-            elif opens == "rule":
+            if opens == "rule":
                 self.close(index + 1)
             elif opens == "fence":
                 self.fence = first_char

@@ -220,7 +220,8 @@ def _chunk_at(drafts: list[_Draft], recent: int, offset: int) -> int:
 
 
 def _trim(text: str, part: Part, kind: str) -> Part | None:
-    """The part without surrounding whitespace; None when nothing readable is left."""
+    """The part without surrounding whitespace (trimmed in place: parts are made
+    afresh for each unit); None when nothing readable is left."""
     start, end = part.start, part.end
     if kind == "text/html" and not html_to_text(text[start:end]):
         return None
@@ -231,4 +232,5 @@ def _trim(text: str, part: Part, kind: str) -> Part | None:
         end -= 1
     if start == end:
         return None
-    return Part(start, end, part.header, part.unsplittable, part.tokens)
+    part.start, part.end = start, end
+    return part

@@ -57,8 +57,10 @@ def github_slug(title: str) -> str:
 
 def kramdown_slug(title: str) -> str:
     """The id Jekyll's kramdown gives a heading (an alias for anchor links)."""
-    slug = _KRAMDOWN_DROP.sub("", title.lower()).replace(" ", "-")
-    return slug.lstrip("0123456789-")
+    slug = title.lower()
+    if not (slug.isascii() and slug.replace(" ", "").replace("-", "").isalnum()):
+        slug = _KRAMDOWN_DROP.sub("", slug)  # ASCII isalnum is [a-z0-9] once lowercased
+    return slug.replace(" ", "-").lstrip("0123456789-")
 
 
 class SlugRegistry:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from chunker import SizePolicy, chunk_document
 from chunker.invariants import problems
 from chunker.links import is_exception
-from chunker.sections import github_slug
+from chunker.sections import github_slug, kramdown_slug
 
 NO_MERGE = SizePolicy(min_tokens=0)
 
@@ -131,3 +131,11 @@ def test_heading_slugs_follow_githubs_rule(title: str) -> None:
     to hyphens (the fast path for plain titles must agree)."""
     slug = re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
     assert github_slug(title) == (slug[:80].rstrip("-") or "section")
+
+
+@given(st.text(max_size=40))
+def test_kramdown_slugs_follow_kramdowns_rule(title: str) -> None:
+    """Lowercase, all but ASCII letters, digits, spaces and hyphens dropped, spaces to
+    hyphens, leading digits and hyphens dropped (the fast path must agree)."""
+    slug = re.sub(r"[^a-z0-9 \-]", "", title.lower()).replace(" ", "-")
+    assert kramdown_slug(title) == slug.lstrip("0123456789-")

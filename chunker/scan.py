@@ -333,7 +333,7 @@ class _Scanner:
                 self.para = None  # may be a list item's paragraph
             elif "|" in stripped and self._table(index, stripped):
                 self.container = False
-            elif "|" in stripped or stripped[0] == "[":
+            elif "|" in stripped or (stripped[0] == "[" and _may_define(stripped)):
                 self.container = False
                 self._open(REGION, index)  # a link reference definition, maybe
                 self.para = None
@@ -412,6 +412,17 @@ def _item_line(content: str) -> str:
         if item is None:
             return _LOST
         content = content[item[1] :]
+
+
+def _may_define(stripped: str) -> bool:
+    """Whether a line starting with ``[`` may begin a link reference definition
+    (``[label]: destination``): not when its label closes on the line and no ``:``
+    follows. Conservative: a label with a backslash or a ``[`` in it may."""
+    close = stripped.find("]")
+    if close < 0:
+        return True  # the label may go on to the next line
+    label = stripped[1:close]
+    return "\\" in label or "[" in label or stripped[close + 1 : close + 2] == ":"
 
 
 def _heading(content: str, starts: list[int], first: int, last: int, level: int) -> Block:

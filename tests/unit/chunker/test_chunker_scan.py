@@ -45,6 +45,8 @@ DECIDING_LINES = [
     "  ***", "    four-space text", "1. #### numbered heading", "  > # quoted heading in item",
     "| h1 | h2 |", "|:--|--:|", "| --- |", "h | h", "--|--", "|-|-|-|", "| a \\| b |",
     "| -- | x |", "\u00a0", "| :-: | - |", "  |---|---|", "    |---|---|", "a | b | c",
+    "[Learn more](https://example.com) and text", "[label]:", "[a\\]b]: /x", "[open label",
+    "closed]: /url", "[x]: <y> 'title'", "[x] [y]",
 ]  # fmt: skip
 
 

@@ -122,7 +122,7 @@ def front_matter(lines: list[str]) -> tuple[str | None, int]:
 
 def columns(line: str, count: int) -> int:
     """Width of the first ``count`` characters (spaces and tabs), tabs to multiples of 4."""
-    if "\t" not in line[:count]:
+    if not count or "\t" not in line[:count]:
         return count
     width = 0
     for char in line[:count]:

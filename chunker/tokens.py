@@ -148,7 +148,10 @@ def _mark_runs(
 def _mark_long_runs(marks: npt.NDArray[np.uint8], runs: list[_LongRuns]) -> None:
     """Mark the pieces after the first of every run in ``runs``: piece j (1..more)
     of a run begins at first + j * step."""
-    first, step, more = (np.concatenate(column) for column in zip(*runs, strict=True))
+    if len(runs) == 1:
+        first, step, more = runs[0]
+    else:
+        first, step, more = (np.concatenate(column) for column in zip(*runs, strict=True))
     offsets = np.arange(1, int(more.sum()) + 1, dtype=np.int32)  # offsets fit: < 2**31
     offsets -= np.repeat(np.cumsum(more, dtype=np.int32) - more, more)
     offsets *= np.repeat(step, more)

@@ -76,13 +76,17 @@ def chunk_document(
     first_chunk: dict[int, int] = {}  # section index -> index of the chunk where it starts
     for unit in plan_units(sections, policy, count):
         head = sections[unit.sections[0]]
-        if unit.tokens <= policy.max_tokens:
-            parts = [Part(unit.start, unit.end, None, False, unit.tokens)]
-        else:
-            blocks = expand_regions(
-                text, [block for index in unit.sections for block in sections[index].blocks]
-            )
-            parts = split_unit(text, blocks, (unit.start, unit.end), policy, count)
+        if unit.tokens <= policy.max_tokens:  # one chunk, the commonest case
+            part = _trim(text, Part(unit.start, unit.end, None, False, unit.tokens), kind)
+            if part is not None:
+                drafts.append(_Draft(head, head.slug, part, 1, 1))
+                for index in unit.sections:
+                    first_chunk[index] = len(drafts) - 1
+            continue
+        blocks = expand_regions(
+            text, [block for index in unit.sections for block in sections[index].blocks]
+        )
+        parts = split_unit(text, blocks, (unit.start, unit.end), policy, count)
         kept = [part for part in (_trim(text, part, kind) for part in parts) if part is not None]
         for number, part in enumerate(kept, start=1):
             slug = head.slug if number == 1 else slugs.unique(f"{head.slug}-part-{number}")

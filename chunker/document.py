@@ -67,6 +67,7 @@ def chunk_document(
     meta = merge_metadata(front, metadata)
     slugs = SlugRegistry()
     sections = build_sections(text, parsed.blocks, parsed.body_start, slugs)
+    del parsed  # the sections hold the blocks now
     if not sections:
         return []
     if kind == "text/markdown":
@@ -93,7 +94,9 @@ def chunk_document(
             drafts.append(_Draft(head, slug, part, number, len(kept)))
         for index in unit.sections if kept else ():
             first_chunk[index] = _chunk_at(drafts, len(kept), sections[index].start)
-    del count  # the piece-start string: not needed while the chunks are built
+    del count  # the piece marks: not needed while the chunks are built
+    for section in sections:
+        section.blocks = []  # nor are the blocks, which cost more than a small text
     ids = [chunk_id(document_id, version, draft.slug) for draft in drafts]
     related = _related(text, sections, drafts, first_chunk)
     common = _Common(

@@ -57,14 +57,14 @@ _FREE = frozenset(chr(byte) for byte in range(0x80) if _TABLE[byte] == _SPACE)
 # characters a piece, by class byte (the low 7 bits); whitespace's runs get 128 so that
 # they count as one piece here (their marks are cleared afterwards)
 _PER_PIECE = np.array([(byte & 0x7F) or 128 for byte in range(256)], np.uint8)
-# numpy works on windows of about a third of the text, from 3,072 to 16,384 characters,
+# numpy works on windows of about a third of the text, from 2,048 to 16,384 characters,
 # each ending where a run ends: its scratch arrays (about six bytes a character of the
 # window) then stay a small part of the peak for a document of any size, for a fixed
-# cost of about 15 microseconds a window. Smaller windows save memory on documents of
-# a few kB (median peak 5.7x their size at 3,072, 5.5x at 2,048) and cost speed (about
-# 1.5% of a chunker run): bench/bench_chunker.py measures both.
+# cost of about 15 microseconds a window. Larger windows cost memory on documents of a
+# few kB (their median peak: 5.7x their size at 2,048, 6.0x at 3,072) for a little
+# speed (about 1.5% of a chunker run at 3,072): bench/bench_chunker.py measures both.
 _WINDOWS = 3
-_SMALLEST_WINDOW, _LARGEST_WINDOW = 3072, 1 << 14
+_SMALLEST_WINDOW, _LARGEST_WINDOW = 1 << 11, 1 << 14
 # long runs are marked for many windows at once, at most about this many runs a batch
 _BATCH = 1 << 10
 _RUN_END = re.compile(rb"(.)\1*", re.DOTALL)

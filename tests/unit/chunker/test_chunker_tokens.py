@@ -1,4 +1,4 @@
-"""count_tokens: the offline approximation, its bit-parallel count checked against a plain one."""
+"""count_tokens: the offline approximation, its two counts checked against a plain one."""
 
 from __future__ import annotations
 

@@ -64,6 +64,19 @@ def _state(cfg: Config, name: str) -> Path:
     return path
 
 
+def new_cluster_id() -> str:
+    """A KRaft cluster id: a random UUID in URL-safe base64, as Kafka's own.
+
+    Like Kafka's ``Uuid.randomUuid``, never one that starts with ``-``: the
+    storage tool's argument parser would read ``-t -xyz`` as a missing value
+    (one start in 64 failed that way).
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 def _base_env(java_home: Path) -> dict[str, str]:
     keep = ("PATH", "LANG", "LC_ALL", "TZ", "HOME")
     env = {k: v for k, v in os.environ.items() if k in keep}
@@ -111,7 +124,7 @@ def prepare_kafka(cfg: Config) -> Launch:
     log4j = f"-Dlog4j2.configurationFile={LOCAL / 'kafka' / 'log4j2.yaml'}"
     env = _base_env(cfg.java_home)
     if not (data / "meta.properties").exists():
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cluster_id = new_cluster_id()
         fmt = subprocess.run(
             [java, "-cp", classpath, log4j, "kafka.tools.StorageTool", "format",
              "-t", cluster_id, "-c", str(props)],

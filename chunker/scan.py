@@ -197,10 +197,8 @@ class _Scanner:
 
     def _blank(self, index: int) -> bool:
         """A line of nothing but spaces and tabs: it ends a paragraph, nothing else."""
-        if self.pending == "paragraph":  # the commonest block: closed here, not in close()
-            starts = self.starts
-            self.blocks.append(Block("paragraph", starts[self.pending_start], starts[index]))
-            self.pending = ""
+        if self.pending == "paragraph":
+            self.close(index)
         self.para, self.prev_blank = False, True
         return True
 

@@ -202,8 +202,7 @@ class SpanCounter:
         return start >= len(starts) or starts[start] == 1 or self._text[start] in _FREE
 
     def __call__(self, start: int, end: int) -> int:
-        starts = self._starts  # _aligned, inline: called for every section
-        if start >= len(starts) or starts[start] == 1 or self._text[start] in _FREE:
+        if self._aligned(start):
             return self._count(start, end)
         return count_tokens(self._text[start:end])
 

@@ -77,13 +77,14 @@ def _is_definition(text: str, colon: int) -> bool:
 
 
 def is_exception(title: str) -> bool:
-    return EXCEPTION_WORDS.search(title.lower()) is not None
+    """Whether a heading says exception, exclusion, limitation and the like."""
+    return bool(exception_titles([title]))
 
 
 def exception_pairs(sections: list[Section]) -> list[tuple[int, int]]:
     """(rule, exception) section pairs: an exception qualifies its nearest preceding
     sibling that is not itself an exception, else its parent."""
-    exceptions = _exceptions(sections)
+    exceptions = exception_titles([section.title for section in sections])
     if not exceptions:
         return []
     top = [s.index for s in sections if s.parent is None and s.level]
@@ -99,10 +100,10 @@ def exception_pairs(sections: list[Section]) -> list[tuple[int, int]]:
     return pairs
 
 
-def _exceptions(sections: list[Section]) -> set[int]:
-    """Indices of the sections whose heading says exception (``is_exception``), found
-    by one search over all the lowercased titles, NUL-separated (no title holds one)."""
-    lowered = [section.title.lower() for section in sections]
+def exception_titles(titles: list[str]) -> set[int]:
+    """Positions of the titles that say exception (``EXCEPTION_WORDS``), found by one
+    search over all of them lowercased, NUL-separated (no title holds one)."""
+    lowered = [title.lower() for title in titles]
     starts = list(itertools.accumulate((len(title) + 1 for title in lowered), initial=0))
     found = EXCEPTION_WORDS.finditer("\0".join(lowered))
-    return {sections[bisect.bisect_right(starts, match.start()) - 1].index for match in found}
+    return {bisect.bisect_right(starts, match.start()) - 1 for match in found}

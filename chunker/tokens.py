@@ -169,7 +169,6 @@ def count_tokens(text: str) -> int:
     cls = classes(text)
     if len(cls) < _SHORT:
         runs = _RUN.finditer(cls)
-        runs = _RUN.finditer(cls)
         return sum(-(-(run.end() - run.start()) // (run[0][0] & 0x7F)) for run in runs)
     return piece_starts(cls).count(1)
 
@@ -180,8 +179,8 @@ class SpanCounter:
     Built once per text: a byte string with a 1 where each piece of the
     whole text begins. The count of a span that starts where a piece starts
     (or on whitespace, as every span the chunker asks about does) is the
-    number of 1s in its slice of that string; ``bytes.count`` does that at
-    memory speed. Any other span is counted from its own slice of the text.
+    number of 1s in its slice of that string (``_count``). Any other span is
+    counted from its own slice of the text.
     """
 
     def __init__(self, text: str, cls: bytes | None = None) -> None:

@@ -14,7 +14,6 @@ from markdown_it.common.utils import mdTrim
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
 from markdown_it.rules_block.table import escapedSplit, headerLineRe
 
-ATX = re.compile(r"#{1,6}(?=[ \t]|$)")
 SETEXT = re.compile(r"(?:=+|-+)[ \t]*$")
 _HR = re.compile(r"([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _LIST = re.compile(r"(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)")
@@ -26,7 +25,7 @@ def opens_block(stripped: str, para: bool | None) -> str:
     """What a line with 0-3 columns of indent starts: "heading", "fence", "html",
     "rule", "container" (list item or quote), "unsure", or "" for paragraph text."""
     first_char = stripped[0]
-    if first_char == "#" and ATX.match(stripped):
+    if first_char == "#" and atx_level(stripped):
         return "heading"
     if first_char in "`~":
         run = len(stripped) - len(stripped.lstrip(first_char))
@@ -45,6 +44,13 @@ def opens_block(stripped: str, para: bool | None) -> str:
     if first_char == ">" or _LIST.match(stripped):
         return "container"
     return ""
+
+
+def atx_level(stripped: str) -> int:
+    """The level of the ATX heading a line opens (1-6 ``#`` then a space, a tab or the
+    line's end), or 0."""
+    level = len(stripped) - len(stripped.lstrip("#"))
+    return level if level <= 6 and stripped[level : level + 1] in ("", " ", "\t") else 0
 
 
 _ITEM = re.compile(r"([-+*]|\d{1,9}[.)])( *)(.*)")

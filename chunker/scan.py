@@ -32,6 +32,7 @@ from chunker.lines import (
     SETEXT,
     TERMINATES_TABLE,
     atx_content,
+    atx_level,
     closes_fence,
     columns,
     front_matter,
@@ -221,17 +222,16 @@ class _Scanner:
             self.blocks.append(_heading(content, self.starts, self.pending_start, index, level))
             self.pending, self.para = "", False
             return True
-        if first_char == "#":  # the commonest block line: an ATX heading, read here
-            level = len(stripped) - len(stripped.lstrip("#"))
-            if level <= 6 and stripped[level : level + 1] in ("", " ", "\t"):
-                if indent and self.container:
-                    return False  # a list item's heading, or a top-level one?
-                self.container, self.para = False, False
-                self.close(index)
-                self.blocks.append(
-                    _heading(atx_content(stripped, level), self.starts, index, index, level)
-                )
-                return True
+        level = atx_level(stripped) if first_char == "#" else 0
+        if level:  # the commonest block line: an ATX heading, read here
+            if indent and self.container:
+                return False  # a list item's heading, or a top-level one?
+            self.container, self.para = False, False
+            self.close(index)
+            self.blocks.append(
+                _heading(atx_content(stripped, level), self.starts, index, index, level)
+            )
+            return True
         opens = opens_block(stripped, self.para)
         if opens == "unsure" or (indent and self.container and opens not in ("", "container")):
             return False  # a list item's heading, fence, HTML or rule, or a top-level one?

@@ -1,0 +1,1 @@
+"""Chunk and query embeddings: encoders, a content-addressed cache, the vector backfill (issue 17)."""

@@ -1,0 +1,78 @@
+"""Which language a text is in: declared, from its path, or detected.
+
+Detection uses ``py3langid`` (a small naive-Bayes model shipped inside the wheel,
+no download), loaded on first use so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+
+# ISO 639-1 codes that Snowball (PyStemmer) stems; unknown languages are not stemmed.
+SNOWBALL: dict[str, str] = {
+    "ar": "arabic", "ca": "catalan", "cs": "czech", "da": "danish", "de": "german",
+    "el": "greek", "en": "english", "es": "spanish", "et": "estonian", "eu": "basque",
+    "fi": "finnish", "fr": "french", "ga": "irish", "hi": "hindi", "hu": "hungarian",
+    "hy": "armenian", "id": "indonesian", "it": "italian", "lt": "lithuanian",
+    "ne": "nepali", "nl": "dutch", "no": "norwegian", "nb": "norwegian", "nn": "norwegian",
+    "fa": "persian", "pl": "polish", "pt": "portuguese", "ro": "romanian", "ru": "russian",
+    "sr": "serbian", "sv": "swedish", "ta": "tamil", "tr": "turkish", "yi": "yiddish",
+}
+# A locale segment of a path: ``.../de/...``, ``.../pt-BR/...``, ``.../fr.md``.
+_LOCALE = re.compile(r"^([a-z]{2})(?:[-_][A-Za-z]{2,4})?$")
+_TAG = re.compile(r"^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*$")
+# Below this many letters a detector's guess is noise.
+MIN_DETECT_LETTERS = 20
+DETECT_CHARS = 4000
+
+
+class LanguageError(ValueError):
+    """A language tag that is not a language tag."""
+
+
+def normalise(tag: str) -> str:
+    """``pt-BR`` -> ``pt``; ``EN`` -> ``en``. Raises ``LanguageError`` naming the value."""
+    value = tag.strip()
+    if not _TAG.match(value):
+        raise LanguageError(f"language={tag[:40]!r} is not a language tag such as 'en' or 'pt-BR'")
+    return re.split(r"[-_]", value)[0].lower()
+
+
+def from_path(path: str | None) -> str | None:
+    """The language a path names with a locale segment, if any (``docs/de/refund.md``)."""
+    if not path:
+        return None
+    parts = [p for p in re.split(r"[\\/]", path) if p]
+    if not parts:
+        return None
+    last = parts[-1].rsplit(".", 1)[0] if "." in parts[-1] else parts[-1]
+    for part in reversed([*parts[:-1], last]):
+        match = _LOCALE.match(part)
+        if match and match.group(1).lower() in _known_codes():
+            return match.group(1).lower()
+    return None
+
+
+def detect(text: str) -> tuple[str | None, float]:
+    """(language, probability) of ``text``, or (None, 0.0) when there is too little text."""
+    sample = text[:DETECT_CHARS]
+    if sum(ch.isalpha() for ch in sample) < MIN_DETECT_LETTERS:
+        return None, 0.0
+    code, prob = _identifier().classify(sample)
+    return str(code), float(prob)
+
+
+@cache
+def _identifier() -> Any:
+    # imported here: loading the model takes ~0.7 s, paid only by a process that detects
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier  # noqa: PLC0415
+
+    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+
+@cache
+def _known_codes() -> frozenset[str]:
+    """Codes a path segment may be read as: the detector's languages (not words like 'go')."""
+    return frozenset(SNOWBALL) | frozenset({"zh", "ja", "ko", "vi", "th", "he", "uk", "bg"})

@@ -1,0 +1,108 @@
+"""Text -> terms: tokenise, lowercase, stop words, Snowball stem, fold diacritics.
+
+The minimal Elasticsearch has no language analyzers, and SQLite's FTS5 has only
+an English Porter stemmer, so analysis happens here, in Python, and every store
+indexes the same space-separated terms (Elasticsearch with a ``whitespace``
+analyzer, FTS5 with ``unicode61``). A query is analysed the same way, so a term
+matches when the words share a stem in their language: ``limit, limiti,
+limitinin`` are one term in Turkish.
+
+Order matters: Snowball stemmers expect the accented spelling (French
+``remboursé``), so diacritics are folded *after* stemming, and not at all in
+languages where they tell words apart (Turkish dotless and dotted i). Tokens with a
+digit (``MT103``, ``v8``, ``2703``) are kept whole, never stemmed.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable
+from functools import cache
+
+import Stemmer
+from stopwords import LANGUAGE_MAPPING, get_stopwords
+
+from analysis.languages import SNOWBALL
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Languages where a diacritic makes another word (fold nowhere else).
+_NO_FOLD = frozenset({"tr", "az"})
+MAX_TERM_CHARS = 64  # a longer run is a hash, a URL or garbage: not a searchable word
+
+
+def analyse(text: str, language: str | None) -> list[str]:
+    """The terms of ``text`` in document order (repeats kept: BM25 counts them)."""
+    lang = language if language in SNOWBALL else None
+    lowered = _lower(text, lang)
+    stop = stop_words(lang)
+    stem = _stemmer(lang)
+    fold = lang not in _NO_FOLD
+    terms: list[str] = []
+    for token in _WORD.findall(lowered):
+        if token in stop or len(token) > MAX_TERM_CHARS or not token.strip("_"):
+            continue
+        term = token if stem is None or _has_digit(token) else stem(token)
+        if fold:
+            term = fold_diacritics(term)
+        terms.append(term)
+    return terms
+
+
+def query_terms(text: str, languages: Iterable[str | None]) -> list[str]:
+    """Distinct terms of a query analysed in each of ``languages`` (first seen first).
+
+    Analysing a question in both its detected language and English lets a
+    question that mixes them (or one the detector is unsure of) still meet the
+    documents' terms.
+    """
+    seen: dict[str, None] = {}
+    for language in dict.fromkeys(languages):
+        for term in analyse(text, language):
+            seen.setdefault(term, None)
+    return list(seen)
+
+
+def fold_diacritics(term: str) -> str:
+    if term.isascii():
+        return term
+    decomposed = unicodedata.normalize("NFKD", term)
+    folded = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return unicodedata.normalize("NFC", folded).replace("ß", "ss")
+
+
+def _lower(text: str, language: str | None) -> str:
+    if language in _NO_FOLD:  # Turkish: capital I is dotless, capital dotted I is i
+        text = text.replace("I", "\u0131").replace("\u0130", "i")
+    return text.lower()
+
+
+def _has_digit(token: str) -> bool:
+    return any(ch.isdigit() for ch in token)
+
+
+@cache
+def stop_words(language: str | None) -> frozenset[str]:
+    """The ``stopwords`` package's list for the language (Snowball-sized: ~175 in English).
+
+    Short lists on purpose: BM25 already weighs common words down, so a list only
+    has to keep question filler ("is it ... to the") out of the query; a longer
+    one (1,300 words) drops "order", "free", "year", which policies are about.
+    """
+    if language is None or language not in LANGUAGE_MAPPING:
+        return frozenset()
+    return frozenset(
+        token
+        for word in get_stopwords(language, cache=True)
+        for token in _WORD.findall(word.lower())
+        if not _has_digit(token)
+    )
+
+
+@cache
+def _stemmer(language: str | None) -> Callable[[str], str] | None:
+    if language is None:
+        return None
+    stemmer = Stemmer.Stemmer(SNOWBALL[language], 10000)
+    stem: Callable[[str], str] = stemmer.stemWord
+    return stem

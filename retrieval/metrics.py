@@ -1,0 +1,96 @@
+"""The search tool's metrics, declared once (``SearchMetrics.create(registry)``).
+
+Nothing is registered at import; pass the registry in. Names, types, meanings:
+
+- ``policy_indexer_search_latency_seconds{interface}`` histogram: wall time of one
+  search as the interface saw it (query encoding, both legs, fusion, neighbours).
+- ``policy_indexer_search_responses_total{interface,status}`` counter: answers by
+  status (``ok``, ``no_document``, ``no_access``) and ``error`` for a search that
+  raised. A rising ``no_access`` share says callers lack labels; ``no_document``
+  says the library (or the threshold) does not serve the questions asked.
+- ``policy_indexer_search_document_retrievals_total{document_id}`` counter: ranked
+  passages returned per document (neighbours are not counted: they were not
+  chosen). A document that never shows up is unnecessary or badly split.
+
+Cardinality of ``document_id``: the first ``max_documents`` distinct ids (default
+2,000, well above a policy library's size) get their own series; any further id
+is counted under ``document_id="_other"``, so a store full of generated or
+wrong ids cannot grow the scrape without bound. ``seed(ids)`` creates the
+series of known documents at 0, so "never retrieved" is a visible zero.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from retrieval.models import SearchResponse
+
+NAMESPACE = "policy_indexer"
+STATUSES = ("ok", "no_document", "no_access", "error")
+OTHER_DOCUMENT = "_other"
+DEFAULT_MAX_DOCUMENTS = 2000
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+@dataclass(frozen=True)
+class SearchMetrics:
+    latency: Histogram
+    responses: Counter
+    document_retrievals: Counter
+    max_documents: int = DEFAULT_MAX_DOCUMENTS
+    _seen: set[str] = field(default_factory=set, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @classmethod
+    def create(
+        cls, registry: CollectorRegistry, *, max_documents: int = DEFAULT_MAX_DOCUMENTS
+    ) -> SearchMetrics:
+        if max_documents < 1:
+            raise ValueError(f"max_documents={max_documents} must be at least 1")
+        ns = NAMESPACE
+        return cls(
+            latency=Histogram(
+                "search_latency_seconds", "Wall time of one search, by interface.",
+                ["interface"], namespace=ns, registry=registry, buckets=LATENCY_BUCKETS,
+            ),
+            responses=Counter(
+                "search_responses", "Search answers by interface and status.",
+                ["interface", "status"], namespace=ns, registry=registry,
+            ),
+            document_retrievals=Counter(
+                "search_document_retrievals",
+                "Ranked passages returned, by document (bounded; the rest under _other).",
+                ["document_id"], namespace=ns, registry=registry,
+            ),
+            max_documents=max_documents,
+        )
+
+    def seed(self, document_ids: Iterable[str]) -> None:
+        """Create the series of these documents at 0 (within the cardinality bound)."""
+        for document_id in document_ids:
+            self.document_retrievals.labels(document_id=self._document_label(document_id))
+
+    def observe(self, interface: str, response: SearchResponse, seconds: float) -> None:
+        self.latency.labels(interface=interface).observe(seconds)
+        self.responses.labels(interface=interface, status=response.status).inc()
+        for passage in response.passages:
+            if passage.via == "ranked":
+                label = self._document_label(passage.document_id)
+                self.document_retrievals.labels(document_id=label).inc()
+
+    def observe_failure(self, interface: str, seconds: float) -> None:
+        self.latency.labels(interface=interface).observe(seconds)
+        self.responses.labels(interface=interface, status="error").inc()
+
+    def _document_label(self, document_id: str) -> str:
+        with self._lock:
+            if document_id in self._seen:
+                return document_id
+            if len(self._seen) < self.max_documents:
+                self._seen.add(document_id)
+                return document_id
+        return OTHER_DOCUMENT

@@ -10,14 +10,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from support.index_equality import ExpectedIndex, assert_index_equals
+from support.waiting import wait_until
 from support.workers import CLI, free_port
 
+from events.model import Action, ChangeEvent
 from store.sqlite import SQLiteStore
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
@@ -31,8 +33,31 @@ START = (
 )
 
 
+def events_by_outcome(port: int) -> dict[str, float]:
+    """``policy_indexer_events_total`` of the worker's /metrics, by outcome."""
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    return {
+        s.labels["outcome"]: s.value
+        for family in text_string_to_metric_families(text) if family.name == "policy_indexer_events"
+        for s in family.samples if s.name == "policy_indexer_events_total"
+    }
+
+
+def _all_handled(port: int, expect: int) -> dict[str, float] | None:
+    events = events_by_outcome(port)
+    return events if sum(events.values()) == expect else None
+
+
+def _exited(worker: subprocess.Popen[str]) -> str:
+    if worker.poll() is None:
+        return "the worker still runs"
+    output = worker.stdout.read() if worker.stdout is not None else ""
+    return f"the worker exited {worker.returncode}: {output[-2000:]}"
+
+
 def test_replay_beside_a_running_embedded_worker_is_indexed_by_it(
-    tmp_path: Path, corpora_dir: Path, basecamp_expected: ExpectedIndex
+    tmp_path: Path, corpora_dir: Path, basecamp_events: list[ChangeEvent],
+    basecamp_expected: ExpectedIndex,
 ) -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("POLICY_INDEXER_")}
@@ -41,21 +66,23 @@ def test_replay_beside_a_running_embedded_worker_is_indexed_by_it(
     worker = subprocess.Popen([sys.executable, "-c", START], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
+        wait_until(lambda: httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200,
+                   30, "the embedded worker's /healthz to answer 200", every_s=0.1,
+                   retry_on=(httpx.TransportError,), on_timeout=lambda: _exited(worker))
         replay = subprocess.run(
             [CLI, "replay", str(corpora_dir / "basecamp-policies.jsonl")], env=env,
             capture_output=True, text=True, timeout=300, check=False,
         )
         assert replay.returncode == 0, replay.stderr
         assert "(indexed by the running policy-indexer)" in replay.stdout
-        metrics = httpx.get(f"http://127.0.0.1:{port}/metrics").text
-        assert 'policy_indexer_events_total{outcome="indexed"}' in metrics
+        # Every change handled once, by the running worker (the series exist at 0 from
+        # start-up, so their presence alone says nothing): at least one upsert per
+        # document that ends indexed, never more than the log's upserts.
+        events = wait_until(lambda: _all_handled(port, len(basecamp_events)), 30,
+                            f"the worker's counters to add up to {len(basecamp_events)} events")
+        upserts = sum(e.action is Action.UPSERT for e in basecamp_events)
+        assert len(basecamp_expected.chunk_ids) <= events["indexed"] <= upserts, events
+        assert events["dead_lettered"] == 0, events
         worker.send_signal(signal.SIGTERM)
         out, _ = worker.communicate(timeout=30)
     finally:

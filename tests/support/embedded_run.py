@@ -6,21 +6,17 @@ import json
 import os
 import subprocess
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sources.folder import MarkdownFolderSource
+from support.waiting import wait_until
 from support.workers import CLI
 
 
 def within(seconds: float, condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {seconds} s: {what}")
-        time.sleep(0.02)
+    wait_until(condition, seconds, what, every_s=0.02)
 
 
 @dataclass

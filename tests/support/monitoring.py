@@ -14,12 +14,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+
+from support.waiting import wait_until
 
 T = TypeVar("T")
 CLI = [str(Path(sys.executable).with_name("policy-indexer"))]
@@ -33,14 +34,9 @@ def free_port() -> int:
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = 60.0,
              every_s: float = 0.5, on_timeout: Callable[[], str] = lambda: "") -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}. {on_timeout()}")
-        time.sleep(every_s)
+    found = wait_until(probe, timeout_s, what, every_s=every_s, on_timeout=on_timeout)
+    assert found is not None  # wait_until returns only a truthy value
+    return found
 
 
 class Prometheus:

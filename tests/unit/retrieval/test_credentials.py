@@ -74,5 +74,5 @@ def test_bad_json_and_a_missing_file_say_so(tmp_path: Path) -> None:
     with pytest.raises(CredentialsError, match="expected a JSON object"):
         Credentials.from_json("[1, 2]")
     missing = tmp_path / "nope.json"
-    with pytest.raises(CredentialsError, match="nope.json"):
+    with pytest.raises(CredentialsError, match=r"nope\.json"):
         Credentials.from_file(missing)

@@ -1,0 +1,246 @@
+"""``POST /search`` over HTTP, with the caller's labels taken from its API key.
+
+``create_search_app(searcher, credentials, registry)`` builds a Starlette app
+with ``POST /search``, ``GET /healthz`` and ``GET /metrics``; ``search_routes``
+gives only the search route, to mount beside the webhook receiver
+(``webhooks.app.create_app(..., extra_routes=search_routes(...))``). Serve it
+like the receiver: ``webhooks.serve.serve(app, host, port)``.
+
+The checks run cheapest first and each refusal says what was wrong:
+
+1. ``Authorization: Bearer <key>`` present and known           → 401 (which of the two)
+2. ``Content-Type: application/json`` (UTF-8)                   → 415
+3. body size, enforced while reading                            → 413
+4. JSON object                                                  → 400
+5. a valid ``SearchRequest`` (no ``labels`` field: rule 8)      → 422, naming field and value
+6. the search                                                   → 200 ``SearchResponse``, or 500
+
+The search runs in a worker thread (the stores are blocking clients).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import structlog
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from retrieval.credentials import Caller, Credentials, UnknownKey
+from retrieval.metrics import SearchMetrics
+from retrieval.models import SearchRequest
+from retrieval.searcher import MeteredSearcher, Searcher
+
+log = structlog.get_logger(__name__)
+
+SEARCH_ROUTE = "/search"
+DEFAULT_MAX_BODY_BYTES = 16 * 1024  # a question is at most 2,000 characters
+_LABEL_FIELDS = frozenset({"labels", "access_labels", "caller_labels"})
+_MAX_SHOWN_INPUT = 120
+_DRAIN_BYTES = 64 * 1024
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class SearchEndpoint:
+    """The ``POST /search`` handler; ``searcher`` is already metered by the factory."""
+
+    def __init__(
+        self, searcher: Searcher, credentials: Credentials, max_body_bytes: int
+    ) -> None:
+        if max_body_bytes < 1:
+            raise ValueError(f"max_body_bytes={max_body_bytes} must be positive")
+        self._searcher = searcher
+        self._credentials = credentials
+        self._max_body_bytes = max_body_bytes
+
+    async def handle(self, request: Request) -> Response:
+        caller = authenticate(request.headers.get("authorization"), self._credentials)
+        if isinstance(caller, Response):
+            return await _unread(request, caller)
+        content_type = request.headers.get("content-type")
+        if not _is_json(content_type):
+            return await _unread(request, _refuse(
+                415, "unsupported_media_type",
+                f"Content-Type={content_type!r}; send application/json (UTF-8)"))
+        try:
+            body = await _read_limited(request, self._max_body_bytes)
+        except _BodyTooLarge as exc:
+            return _refuse(413, "payload_too_large", str(exc), close=True)
+        except ClientDisconnect:
+            return _refuse(400, "client_disconnected", "the client left mid-body")
+        try:
+            data = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return _refuse(400, "invalid_json", f"body is not valid JSON: {exc}")
+        if not isinstance(data, dict):
+            return _refuse(400, "invalid_json",
+                           f"body must be a JSON object, got {type(data).__name__}")
+        try:
+            search_request = SearchRequest.model_validate(data)
+        except ValidationError as exc:
+            errors = field_errors(exc)
+            return _refuse(422, "invalid_request", describe(errors), errors=errors)
+        try:
+            response = await anyio.to_thread.run_sync(
+                self._searcher.search, search_request, caller.labels
+            )
+        except Exception:
+            log.exception("search failed", key_id=caller.key_id)
+            return _refuse(500, "search_failed", "the search failed; it has been logged")
+        log.info("search answered", key_id=caller.key_id, status=response.status,
+                 passages=len(response.passages))
+        return JSONResponse(response.model_dump(mode="json"))
+
+
+def authenticate(authorization: str | None, credentials: Credentials) -> Caller | Response:
+    """The caller of a bearer token, or the 401 that says why there is none."""
+    challenge = {"WWW-Authenticate": 'Bearer realm="policy-search"'}
+    if not authorization:
+        return _refuse(401, "unauthorized",
+                       "no API key: send Authorization: Bearer <key>", headers=challenge)
+    scheme, _, token = authorization.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        return _refuse(401, "unauthorized",
+                       "Authorization must be 'Bearer <key>'", headers=challenge)
+    try:
+        return credentials.resolve(token)
+    except UnknownKey:
+        return _refuse(401, "unauthorized", "the API key is not known", headers=challenge)
+
+
+def search_routes(
+    searcher: Searcher,
+    credentials: Credentials,
+    metrics: SearchMetrics,
+    *,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+) -> list[Route]:
+    """The ``POST /search`` route alone, to add to another Starlette app."""
+    endpoint = SearchEndpoint(MeteredSearcher(searcher, metrics, "http"), credentials,
+                              max_body_bytes)
+    return [Route(SEARCH_ROUTE, endpoint.handle, methods=["POST"])]
+
+
+def create_search_app(
+    searcher: Searcher,
+    credentials: Credentials,
+    registry: CollectorRegistry,
+    *,
+    metrics: SearchMetrics | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+) -> Starlette:
+    """``POST /search``, ``GET /healthz``, ``GET /metrics`` (of ``registry``).
+
+    Pass ``metrics`` when the same registry already holds them (the MCP server
+    in the same process); else they are created in ``registry``.
+    """
+    metrics = metrics or SearchMetrics.create(registry)
+
+    async def healthz(_: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    async def metrics_endpoint(_: Request) -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    return Starlette(routes=[
+        *search_routes(searcher, credentials, metrics, max_body_bytes=max_body_bytes),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
+    ])
+
+
+def field_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    """Each error with its field and the value sent (shortened): the caller's own input."""
+    errors = []
+    for err in exc.errors(include_url=False, include_context=False):
+        loc = [str(p) if not isinstance(p, int) else p for p in err["loc"]]
+        message = err["msg"]
+        if err["type"] == "extra_forbidden" and loc and loc[0] in _LABEL_FIELDS:
+            message = ("labels are not accepted in the request: they come from the "
+                       "caller's API key")
+        errors.append({"loc": loc, "msg": message, "type": err["type"],
+                       "input": _shorten(err.get("input"))})
+    return errors
+
+
+def describe(errors: list[dict[str, Any]]) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'body'}={json.dumps(e['input'])}: {e['msg']}"
+        for e in errors
+    )
+
+
+def _shorten(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > _MAX_SHOWN_INPUT:
+        return value[:_MAX_SHOWN_INPUT] + "..."
+    if isinstance(value, dict | list):
+        text = json.dumps(value, default=str)
+        return value if len(text) <= _MAX_SHOWN_INPUT else text[:_MAX_SHOWN_INPUT] + "..."
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return str(value)[:_MAX_SHOWN_INPUT]
+
+
+async def _unread(request: Request, response: Response) -> Response:
+    """Answer before the body is read: drop a small body, else close the connection.
+
+    A server that closes a connection with unread bytes resets it, and the reset
+    can destroy the answer on its way; a small body is cheaper to read.
+    """
+    try:
+        await _read_limited(request, _DRAIN_BYTES)
+    except (_BodyTooLarge, ClientDisconnect):
+        response.headers["Connection"] = "close"
+    return response
+
+
+async def _read_limited(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _BodyTooLarge(f"body is larger than {limit} bytes (Content-Length: {declared})")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise _BodyTooLarge(f"body is larger than {limit} bytes")
+    return bytes(body)
+
+
+def _is_json(content_type: str | None) -> bool:
+    if content_type is None:
+        return False
+    media_type, *params = (p.strip().lower() for p in content_type.split(";"))
+    if media_type != "application/json":
+        return False
+    charsets = [p.partition("=")[2].strip('"') for p in params if p.startswith("charset=")]
+    return all(c in ("utf-8", "utf8") for c in charsets)
+
+
+def _refuse(
+    status: int,
+    error: str,
+    detail: str,
+    *,
+    errors: list[dict[str, Any]] | None = None,
+    headers: dict[str, str] | None = None,
+    close: bool = False,
+) -> JSONResponse:
+    log.info("search refused", status=status, error=error, detail=detail)
+    body: dict[str, Any] = {"error": error, "detail": detail}
+    if errors is not None:
+        body["errors"] = errors
+    all_headers = dict(headers or {})
+    if close:
+        # The rest of the body is left unread: say so rather than reset mid-answer.
+        all_headers["Connection"] = "close"
+    return JSONResponse(body, status_code=status, headers=all_headers)

@@ -43,11 +43,6 @@ def events_by_outcome(port: int) -> dict[str, float]:
     }
 
 
-def _all_handled(port: int, expect: int) -> dict[str, float] | None:
-    events = events_by_outcome(port)
-    return events if sum(events.values()) == expect else None
-
-
 def _exited(worker: subprocess.Popen[str]) -> str:
     if worker.poll() is None:
         return "the worker still runs"
@@ -78,8 +73,9 @@ def test_replay_beside_a_running_embedded_worker_is_indexed_by_it(
         # Every change handled once, by the running worker (the series exist at 0 from
         # start-up, so their presence alone says nothing): at least one upsert per
         # document that ends indexed, never more than the log's upserts.
-        events = wait_until(lambda: _all_handled(port, len(basecamp_events)), 30,
-                            f"the worker's counters to add up to {len(basecamp_events)} events")
+        events = wait_until(lambda: events_by_outcome(port), 30,
+                            f"the worker's counters to add up to {len(basecamp_events)} events",
+                            accept=lambda seen: sum(seen.values()) == len(basecamp_events))
         upserts = sum(e.action is Action.UPSERT for e in basecamp_events)
         assert len(basecamp_expected.chunk_ids) <= events["indexed"] <= upserts, events
         assert events["dead_lettered"] == 0, events

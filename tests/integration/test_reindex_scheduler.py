@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -18,6 +17,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import CollectorRegistry
 from support.index_equality import assert_index_equals, expected_index
 from support.reindex_library import Library
+from support.waiting import wait_until
 from support.workers import CLI, free_port
 
 from metrics.definitions import ReindexMetrics
@@ -172,13 +172,15 @@ def test_sigterm_stops_a_running_reconcile_between_documents_and_the_next_run_fi
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               text=True) as proc:
             try:
-                deadline = time.monotonic() + 60
-                while time.monotonic() < deadline:  # until the run has indexed a few
-                    time.sleep(0.2)
+                def states_written() -> int:
+                    assert proc.poll() is None, f"the scheduler exited {proc.returncode}"
                     counted = store.client.options(ignore_status=(404, 503)).count(
                         index=f"{unique}-document-states")
-                    if counted.get("count", 0) >= 5:
-                        break
+                    return int(counted.get("count", 0))
+
+                # Mid-run: the reconcile has indexed a few of the 300 documents.
+                wait_until(states_written, 60, "the scheduled reconcile to write 5 document states",
+                           every_s=0.1, accept=lambda n: n >= 5)
                 proc.send_signal(signal.SIGTERM)
                 assert proc.wait(timeout=60) == 0
             finally:

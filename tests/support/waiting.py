@@ -3,10 +3,10 @@
 A loop that simply ends at its deadline lets the test go on as if the condition
 had held, and the failure (if any) shows up later, far from its cause. Every
 wait in the suite goes through ``wait_until`` instead: it returns the first
-truthy value the probe gives, and when the time is up it raises an
-``AssertionError`` that says what it waited for, for how long, and the last
-value the probe returned (or the exception it raised).
-"""
+value the probe gives that is accepted (truthy, or what ``accept`` says), and
+when the time is up it raises an ``AssertionError`` that says what it waited
+for, for how long, and the last value the probe returned (or the exception it
+raised)."""
 
 from __future__ import annotations
 
@@ -23,10 +23,12 @@ def wait_until(
     what: str,
     *,
     every_s: float = 0.05,
+    accept: Callable[[T], object] = bool,
     retry_on: tuple[type[BaseException], ...] = (),
     on_timeout: Callable[[], str] | None = None,
 ) -> T:
-    """Call ``probe`` every ``every_s`` seconds until it returns something truthy; return that.
+    """Call ``probe`` every ``every_s`` seconds until ``accept`` holds for what it returned
+    (by default: until it is truthy); return that value.
 
     ``retry_on``: exceptions that mean "not yet" (a server still starting); any
     other exception propagates at once. ``on_timeout``: extra diagnostics for
@@ -40,7 +42,7 @@ def wait_until(
         except retry_on as exc:
             last = exc
         else:
-            if value:
+            if accept(value):
                 return value
             last = value
         if time.monotonic() >= deadline:

@@ -13,6 +13,13 @@ def test_returns_the_first_truthy_value_the_probe_gives() -> None:
     assert wait_until(lambda: next(values), 5, "a number", every_s=0) == 7
 
 
+def test_accept_decides_and_the_last_value_is_what_the_error_shows() -> None:
+    counts = iter([1, 3, 5, 9])
+    assert wait_until(lambda: next(counts), 5, "5 states", every_s=0, accept=lambda n: n >= 5) == 5
+    with pytest.raises(AssertionError, match=r"waiting for 5 states; last seen: 2$"):
+        wait_until(lambda: 2, 0.05, "5 states", every_s=0.01, accept=lambda n: n >= 5)
+
+
 def test_at_the_deadline_it_fails_naming_what_it_waited_for_and_the_last_value() -> None:
     counter = itertools.count()
     with pytest.raises(AssertionError, match=r"waiting for the lag to reach 0; last seen: 0") as e:

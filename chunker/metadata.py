@@ -1,24 +1,44 @@
 """Document metadata from YAML front matter, overridden by the change event's.
 
 Front matter keys are matched to ``DocumentMetadata`` fields by name, with
-``-`` read as ``_`` (``valid-from`` is ``valid_from``); keys of other
-meaning (``layout``, ``description``...) are ignored. A single string where
-a list is expected (``keywords: refunds, billing``) is split at commas.
-Keys present in the caller's mapping win, including an explicit ``None``.
+``-`` read as ``_`` (``valid-from`` is ``valid_from``). ``lang`` and
+``language`` set the document's language. Every other key (a CMS code such
+as ``code: POL-RET-004``, ``pricing: {percent: 50}``, ``layout``...) travels
+with the chunks in ``attributes``, as JSON (dates as ISO strings), so a
+reply can cite the CMS's own identifier and code can compute an amount; more
+than ``MAX_ATTRIBUTES_BYTES`` of them is an error naming the largest key. A
+single string where a list is expected (``keywords: refunds, billing``) is
+split at commas. Keys present in the caller's mapping win, including an
+explicit ``None``.
+
+When neither front matter nor the event declares a language, it is the
+path's locale segment (``legal/de/terms.md``, ``privacy/fr.md``), else what
+``py3langid`` detects in the text, else None (analysed without stemming).
 """
 
 from __future__ import annotations
 
+import json
 import reprlib
 from collections.abc import Mapping
+from datetime import date, datetime
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
+from analysis.languages import LanguageError, detect, from_path, normalise
 from chunker.errors import InvalidFrontMatter, InvalidMetadata
 from chunker.model import DocumentMetadata
 
 FIELDS = frozenset(DocumentMetadata.model_fields)
+# Every chunk carries the attributes: bounded so a front matter cannot multiply the index.
+MAX_ATTRIBUTES_BYTES = 8192
+_LANGUAGE_KEYS = frozenset({"lang", "language"})
+# Keys that name what the chunk already has (its version comes from the event).
+_NOT_ATTRIBUTES = frozenset({"version"})
+# Below this probability the detector's guess is not used.
+MIN_DETECT_PROBABILITY = 0.8
 # libyaml's parser when PyYAML has it (its wheels do): the same safe loading, five
 # times faster than the pure-Python parser
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -44,10 +64,17 @@ def parse_front_matter(source: str) -> dict[str, object]:
             f"{_short(data)}"
         )
     fields: dict[str, object] = {}
+    attributes: dict[str, Any] = {}
     for key, value in data.items():
         name = str(key).strip().lower().replace("-", "_")
-        if name in FIELDS and value is not None:
+        if value is None:
+            continue
+        if name in _LANGUAGE_KEYS:
+            fields["language"] = _language(f"front matter key {key!r}", value, InvalidFrontMatter)
+        elif name in FIELDS and name != "attributes":
             fields[name] = _listify(name, value)
+        elif name not in _NOT_ATTRIBUTES:
+            attributes[str(key)] = value
     try:
         DocumentMetadata.model_validate(fields)
     except ValidationError as exc:
@@ -56,12 +83,23 @@ def parse_front_matter(source: str) -> dict[str, object]:
         raise InvalidFrontMatter(
             f"front matter key {key!r} has a bad value {_short(fields.get(key))}: {error['msg']}"
         ) from exc
+    if attributes:
+        fields["attributes"] = _bounded(attributes, InvalidFrontMatter)
     return fields
 
 
 def merge_metadata(
-    front_matter: Mapping[str, object], overrides: Mapping[str, object] | None
+    front_matter: Mapping[str, object],
+    overrides: Mapping[str, object] | None,
+    *,
+    text: str | None = None,
+    path: str | None = None,
 ) -> DocumentMetadata:
+    """Front matter, then the event's metadata; the language filled in when neither set it.
+
+    ``path`` is a hint for the locale segment when there is no ``source_path``
+    (the document id); ``text`` is what the detector reads.
+    """
     merged = dict(front_matter)
     for key, value in (overrides or {}).items():
         if key not in FIELDS:
@@ -71,6 +109,16 @@ def merge_metadata(
             )
         merged[key] = _listify(key, value) if value is not None else None
     merged = {key: value for key, value in merged.items() if value is not None}
+    if "language" in merged:
+        merged["language"] = _language(
+            "metadata key 'language'", merged["language"], InvalidMetadata
+        )
+    else:
+        found = _inferred_language(merged.get("source_path"), path, text)
+        if found is not None:
+            merged["language"] = found
+    if "attributes" in merged:
+        merged["attributes"] = _bounded(merged["attributes"], InvalidMetadata)
     try:
         return DocumentMetadata.model_validate(merged)
     except ValidationError as exc:
@@ -79,6 +127,85 @@ def merge_metadata(
         raise InvalidMetadata(
             f"metadata key {key!r} has a bad value {_short(merged.get(key))}: {error['msg']}"
         ) from exc
+
+
+def _inferred_language(
+    source_path: object, path: str | None, text: str | None
+) -> str | None:
+    for candidate in (source_path, path):
+        if isinstance(candidate, str):
+            found = from_path(candidate)
+            if found is not None:
+                return found
+    if text:
+        code, probability = detect(text)
+        if code is not None and probability >= MIN_DETECT_PROBABILITY:
+            return code
+    return None
+
+
+def _language(
+    what: str, value: object, error: type[InvalidFrontMatter] | type[InvalidMetadata]
+) -> str:
+    if not isinstance(value, str):
+        raise error(f"{what} has a bad value {_short(value)}: must be a language tag")
+    try:
+        return normalise(value)
+    except LanguageError as exc:
+        raise error(f"{what}: {exc}") from exc
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _json_value(value: object, budget: list[int]) -> Any:
+    """YAML values as JSON: dates as ISO strings, keys as strings, the rest as they are.
+
+    ``budget`` counts the values still allowed: YAML aliases can make a small
+    front matter expand to gigabytes, so the copy stops as soon as it is larger
+    than any accepted attributes could be.
+    """
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooBig
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): _json_value(v, budget) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [_json_value(v, budget) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def _bounded(
+    attributes: object, error: type[InvalidFrontMatter] | type[InvalidMetadata]
+) -> dict[str, Any]:
+    if not isinstance(attributes, Mapping):
+        raise error(f"attributes has a bad value {_short(attributes)}: must be a mapping")
+    values: dict[str, Any] = {}
+    budget = [MAX_ATTRIBUTES_BYTES]
+    for key, value in attributes.items():
+        try:
+            values[str(key)] = _json_value(value, budget)
+        except _TooBig:
+            raise error(
+                f"attributes are larger than {MAX_ATTRIBUTES_BYTES} bytes as JSON "
+                f"(at key {str(key)[:60]!r})"
+            ) from None
+    try:
+        size = len(json.dumps(values, ensure_ascii=False, allow_nan=False).encode())
+    except (TypeError, ValueError) as exc:
+        raise error(f"attributes are not JSON values: {exc}") from exc
+    if size > MAX_ATTRIBUTES_BYTES:
+        largest = max(values, key=lambda k: len(json.dumps(values[k], ensure_ascii=False)))
+        raise error(
+            f"attributes take {size} bytes as JSON, more than {MAX_ATTRIBUTES_BYTES}; "
+            f"the largest is {largest[:60]!r}"
+        )
+    return values
 
 
 def _listify(name: str, value: object) -> object:

@@ -14,6 +14,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    JsonValue,
     ModelWrapValidatorHandler,
     computed_field,
     model_validator,
@@ -36,6 +37,13 @@ class DocumentMetadata(BaseModel):
     access_labels: list[str] = Field(default_factory=list)
     keywords: list[str] = Field(default_factory=list)
     source_path: str | None = None
+    # ISO 639-1 code ('en', 'de'): declared (front matter ``lang``/``language``), else
+    # the path's locale segment, else detected from the text; None when unknown.
+    # The search analyses the chunk's terms in it.
+    language: str | None = None
+    # Front matter fields the chunker does not interpret (a CMS code, pricing), as
+    # JSON values, bounded in size (``chunker.metadata.MAX_ATTRIBUTES_BYTES``).
+    attributes: dict[str, JsonValue] = Field(default_factory=dict)
 
 
 class Neighbours(BaseModel):

@@ -64,7 +64,7 @@ def chunk_document(
     front = parse_front_matter(parsed.front_matter) if parsed.front_matter is not None else {}
     if parsed.title and "title" not in front:
         front["title"] = parsed.title
-    meta = merge_metadata(front, metadata)
+    meta = merge_metadata(front, metadata, text=text, path=document_id)
     slugs = SlugRegistry()
     sections = build_sections(text, parsed.blocks, parsed.body_start, slugs)
     del parsed  # the sections hold the blocks now

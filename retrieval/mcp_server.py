@@ -1,0 +1,193 @@
+"""The ``search_policy`` MCP tool, over stdio and over streamable HTTP.
+
+Built on the ``mcp`` SDK's low-level ``Server`` (2.x), so the tool's input
+schema is exactly ``SearchRequest``'s and its output schema exactly
+``SearchResponse``'s (the HTTP endpoint and the CLI return the same object);
+the result carries it as structured content, and as JSON text for clients
+that read only text. Annotations: read-only, idempotent, not destructive,
+closed world (it reads our index, nothing outside it).
+
+Labels, bound from credentials (rule 8), never from the arguments (the input
+schema forbids extra fields):
+
+- stdio: one caller per process, so ``run_stdio(searcher, labels)`` takes the
+  labels the process's own configured key resolved to at start
+  (``labels_for_key(credentials, key)``);
+- streamable HTTP: ``streamable_http_app(searcher, credentials)`` refuses a
+  request without a known ``Authorization: Bearer <key>`` with 401 before the
+  SDK sees it, and the tool resolves the labels of each call from that same
+  request's header.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import mcp_types as types
+import structlog
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from retrieval.credentials import Caller, Credentials, UnknownKey
+from retrieval.http import authenticate, describe, field_errors
+from retrieval.metrics import SearchMetrics
+from retrieval.models import TOOL_DESCRIPTION, TOOL_NAME, SearchRequest, SearchResponse
+from retrieval.searcher import MeteredSearcher, Searcher
+
+log = structlog.get_logger(__name__)
+
+SERVER_NAME = "policy-indexer"
+MCP_PATH = "/mcp"
+LabelsOf = Callable[[ServerRequestContext[Any, Any]], frozenset[str]]
+
+
+class NoCaller(Exception):
+    """A tool call arrived without credentials the server can map to labels."""
+
+
+def search_policy_tool() -> types.Tool:
+    """The tool as listed: name, description, schemas and annotations."""
+    return types.Tool(
+        name=TOOL_NAME,
+        title="Search the policy library",
+        description=TOOL_DESCRIPTION,
+        input_schema=SearchRequest.model_json_schema(),
+        output_schema=SearchResponse.model_json_schema(mode="serialization"),
+        annotations=types.ToolAnnotations(
+            title="Search the policy library",
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+    )
+
+
+def build_server(searcher: Searcher, labels_of: LabelsOf) -> Server[Any]:
+    """A low-level MCP server with the one tool; ``labels_of`` binds each call's labels."""
+    tool = search_policy_tool()
+
+    async def list_tools(
+        _ctx: ServerRequestContext[Any, Any], _params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[tool])
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        if params.name != TOOL_NAME:
+            return _error(f"unknown tool {params.name!r}; this server has {TOOL_NAME!r}")
+        try:
+            labels = labels_of(ctx)
+        except NoCaller as exc:
+            return _error(str(exc))
+        try:
+            request = SearchRequest.model_validate(params.arguments or {})
+        except ValidationError as exc:
+            return _error(f"invalid arguments: {describe(field_errors(exc))}")
+        try:
+            response = await anyio.to_thread.run_sync(searcher.search, request, labels)
+        except Exception:
+            log.exception("search_policy failed")
+            return _error("the search failed; it has been logged")
+        data = response.model_dump(mode="json")
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
+            structured_content=data,
+        )
+
+    return Server(
+        SERVER_NAME,
+        instructions=TOOL_DESCRIPTION,
+        get_tool_input_schema=lambda name: tool.input_schema if name == TOOL_NAME else None,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def labels_for_key(credentials: Credentials, key: str) -> frozenset[str]:
+    """The labels of the process's own key (stdio), resolved once at start."""
+    try:
+        return credentials.resolve(key).labels
+    except UnknownKey as exc:
+        raise UnknownKey(
+            "the MCP server's configured API key matches no configured key"
+        ) from exc
+
+
+async def run_stdio_async(
+    searcher: Searcher, labels: frozenset[str], *, metrics: SearchMetrics | None = None
+) -> None:
+    server = build_server(_metered(searcher, metrics), lambda _ctx: labels)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def run_stdio(
+    searcher: Searcher, labels: frozenset[str], *, metrics: SearchMetrics | None = None
+) -> None:
+    """Serve ``search_policy`` on this process's stdin/stdout until the client leaves."""
+    anyio.run(functools.partial(run_stdio_async, searcher, labels, metrics=metrics))
+
+
+def streamable_http_app(
+    searcher: Searcher,
+    credentials: Credentials,
+    *,
+    metrics: SearchMetrics | None = None,
+    path: str = MCP_PATH,
+    host: str = "127.0.0.1",
+) -> ASGIApp:
+    """An ASGI app serving MCP at ``path``; every request needs a known bearer key.
+
+    ``host`` is where it will listen: on loopback the SDK's DNS-rebinding
+    protection (Host and Origin checks) is on. Run it with uvicorn with
+    ``lifespan="on"`` (the SDK's session manager starts in the lifespan).
+    """
+
+    def labels_of(ctx: ServerRequestContext[Any, Any]) -> frozenset[str]:
+        request = ctx.request
+        if not isinstance(request, Request):
+            raise NoCaller("no HTTP request to take the caller's API key from")
+        caller = authenticate(request.headers.get("authorization"), credentials)
+        if not isinstance(caller, Caller):
+            raise NoCaller("the request has no known API key")
+        return caller.labels
+
+    server = build_server(_metered(searcher, metrics), labels_of)
+    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    return BearerGate(app, credentials)
+
+
+class BearerGate:
+    """Refuses an HTTP request without a known bearer key (401) before MCP reads it."""
+
+    def __init__(self, app: ASGIApp, credentials: Credentials) -> None:
+        self._app = app
+        self._credentials = credentials
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            request = Request(scope, receive)
+            caller = authenticate(request.headers.get("authorization"), self._credentials)
+            if not isinstance(caller, Caller):
+                await caller(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
+
+
+def _metered(searcher: Searcher, metrics: SearchMetrics | None) -> Searcher:
+    return searcher if metrics is None else MeteredSearcher(searcher, metrics, "mcp")
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)],
+                                is_error=True)
+

@@ -1,0 +1,181 @@
+"""The Mozilla question sets in eval/ pass the shared validator's checks.
+
+The validator (``../shared/eval/check_qa.py``) was written for the Basecamp set:
+its ids look like ``bc01`` and its set-level minimums (40 answerable rows over 18
+documents, 10 unanswerable) are that set's size. Every per-row check (keys, kind,
+profile, one-line question, document in the final library, evidence found exactly
+once in its body and in no other document, not cutting a word nor crossing a
+heading, nearest heading, the paraphrase rules) is run here unchanged; only the
+id pattern and the minimums are set to this set's own (see eval/README.md).
+
+The validator's paraphrase measure is English-only (ASCII ``[a-z0-9]+`` tokens,
+English stop words), so German and French paraphrase rows are also measured in
+their own language: Unicode words, that language's stop words, Snowball stems.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+import json
+import re
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.corpus
+
+REPO = Path(__file__).resolve().parents[3]
+SHARED = REPO.parent / "shared"
+CHANGE_LOG = SHARED / "corpora" / "mozilla-legal-docs.jsonl.gz"
+VALIDATOR = SHARED / "eval" / "check_qa.py"
+EVAL = REPO / "eval"
+LANGUAGES = {"en": "english", "de": "german", "fr": "french"}
+MIN_ANSWERABLE = 15
+UNANSWERABLE = range(3, 6)  # 3 to 5 rows
+MIN_DOCUMENTS = 8
+
+
+def qa_file(lang: str) -> Path:
+    return EVAL / f"mozilla-{lang}-qa.jsonl"
+
+
+def read_rows(lang: str) -> list[dict[str, Any]]:
+    with qa_file(lang).open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.fixture(scope="module")
+def check_qa() -> Iterator[ModuleType]:
+    """The shared validator, imported from its file (it is a script, not a package)."""
+    if not VALIDATOR.is_file():
+        pytest.skip(f"the shared validator is not at {VALIDATOR} (it comes with ../shared)")
+    if not CHANGE_LOG.is_file():
+        pytest.skip(f"the Mozilla change log is not at {CHANGE_LOG} (it comes with ../shared)")
+    spec = importlib.util.spec_from_file_location("check_qa", VALIDATOR)
+    if spec is None or spec.loader is None:
+        pytest.fail(f"cannot import {VALIDATOR}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["check_qa"] = module  # its dataclass looks its module up by name
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop("check_qa", None)
+
+
+@pytest.fixture(scope="module")
+def library(check_qa: ModuleType) -> Any:
+    final, earlier, _ = check_qa.replay(CHANGE_LOG)
+    return check_qa.Library(final, earlier)
+
+
+@pytest.mark.parametrize("lang", sorted(LANGUAGES))
+def test_every_row_passes_the_validators_row_checks(
+    check_qa: ModuleType, library: Any, lang: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The one Basecamp-specific row rule: ids here are moz-<lang>-NN.
+    monkeypatch.setattr(check_qa, "ID_RE", re.compile(rf"moz-{lang}-\d{{2,}}"))
+    errors: list[str] = []
+    warnings: list[str] = []
+    tally = check_qa.Tally()
+    rows = read_rows(lang)
+    for n, row in enumerate(rows, 1):
+        where = f"{qa_file(lang).name} line {n} ({row.get('id')})"
+        check_qa.check_row(
+            library,
+            row,
+            tally,
+            err=lambda msg, where=where: errors.append(f"{where}: {msg}"),
+            warn=lambda msg, where=where: warnings.append(f"{where}: {msg}"),
+        )
+    ids = collections.Counter(row["id"] for row in rows)
+    errors += [f"id {i!r} is used {c} times" for i, c in ids.items() if c > 1]
+    # The set-level rules at this set's size; the low-overlap share is the validator's.
+    monkeypatch.setattr(check_qa, "MIN_ANSWERABLE", MIN_ANSWERABLE)
+    monkeypatch.setattr(check_qa, "MIN_DOCS", MIN_DOCUMENTS)
+    monkeypatch.setattr(check_qa, "MIN_UNANSWERABLE", UNANSWERABLE.start)
+    check_qa.check_set(tally, errors)
+    if tally.unanswerable not in UNANSWERABLE:
+        errors.append(f"{tally.unanswerable} no-document rows, want 3-5")
+    assert errors == [], "\n".join(errors)
+    assert warnings == [], "\n".join(warnings)
+
+
+@pytest.mark.parametrize("lang", sorted(LANGUAGES))
+def test_questions_ask_about_documents_in_their_own_language(lang: str) -> None:
+    wrong = [
+        (row["id"], row["document_id"])
+        for row in read_rows(lang)
+        if row["document_id"] is not None and not row["document_id"].startswith(f"{lang}/")
+    ]
+    assert wrong == []
+
+
+def test_the_three_sets_ask_about_the_same_clauses() -> None:
+    """Row N asks about the same policy and kind in every language, so recall compares."""
+
+    def grid(lang: str) -> list[tuple[str | None, str]]:
+        return [
+            (row["document_id"] and row["document_id"].split("/", 1)[1], row["kind"])
+            for row in read_rows(lang)
+        ]
+
+    assert grid("de") == grid("en")
+    assert grid("fr") == grid("en")
+
+
+@dataclass(frozen=True)
+class Analyser:
+    """Content words of one language: Unicode words, its stop words, Snowball stems."""
+
+    stop: frozenset[str]
+    stem: Callable[[str], str]
+
+    @classmethod
+    def of(cls, lang: str) -> Analyser:
+        stemmer_module = pytest.importorskip("Stemmer")
+        stopwords = pytest.importorskip("stopwords")
+        stemmer = stemmer_module.Stemmer(LANGUAGES[lang])
+        return cls(frozenset(stopwords.get_stopwords(lang)), stemmer.stemWord)
+
+    @staticmethod
+    def words(text: str) -> list[str]:
+        return re.findall(r"\w+", text.lower())
+
+    def content(self, text: str) -> set[str]:
+        # Words of one or two letters are elisions and articles (l', d', j', de, un, à)
+        # that the stopwords package's French list lacks.
+        return {self.stem(w) for w in self.words(text) if w not in self.stop and len(w) > 2}
+
+
+def copied_run(question: list[str], source: list[str], n: int = 4) -> str | None:
+    grams = {tuple(source[i : i + n]) for i in range(len(source) - n + 1)}
+    for i in range(len(question) - n + 1):
+        if tuple(question[i : i + n]) in grams:
+            return " ".join(question[i : i + n])
+    return None
+
+
+@pytest.mark.parametrize("lang", sorted(LANGUAGES))
+def test_paraphrase_rows_are_paraphrases_in_their_own_language(lang: str) -> None:
+    analyser = Analyser.of(lang)
+    problems = []
+    for row in read_rows(lang):
+        if row["kind"] != "paraphrase":
+            continue
+        question = analyser.content(row["question"])
+        shared = question & analyser.content(row["evidence"])
+        if not question or Fraction(len(shared), len(question)) > Fraction(1, 3):
+            problems.append(f"{row['id']} shares {sorted(shared)} of {len(question)} words")
+        for source in (row["evidence"], row["heading"]):
+            run = copied_run(analyser.words(row["question"]), analyser.words(source))
+            if run:
+                problems.append(f"{row['id']} copies {run!r}")
+    assert problems == []

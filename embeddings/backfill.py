@@ -1,0 +1,162 @@
+"""The vector backfill: chunks are keyword-searchable as soon as they are written, vectors follow.
+
+The worker writes chunks without vectors, so freshness never waits for the
+encoder (about 10-20 chunks/s on 2 cores). This loop asks the index for live
+chunks that lack a vector for the current model, oldest first, encodes them
+through the ``CachedEncoder`` (an unchanged section is a cache hit, not an
+encoding) and stores the vectors. It keeps no state of its own: the index is
+the record of what is missing, so a crash, a restart or a second process only
+repeats harmless work, and a model change (a new ``model_id``) is the same loop
+until the new model's backlog is empty (``reembed``).
+
+After each round it looks at the backlog and sets the backlog gauge and the
+time of the oldest chunk still waiting; the lag gauge is computed from that at
+scrape time (``embeddings.metrics``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
+
+import structlog
+from tqdm import tqdm
+
+from embeddings.cache import CachedEncoder
+from embeddings.errors import BackfillStalledError
+from embeddings.metrics import EmbeddingMetrics
+
+log = structlog.get_logger(__name__)
+
+
+class VectorIndex(Protocol):
+    """What the backfill needs of a store (SQLite, Elasticsearch and in-memory implement it)."""
+
+    def chunks_missing_vectors(self, model_id: str, limit: int) -> list[tuple[str, str]]:
+        """(chunk_id, text to embed) of live chunks with no vector for model_id, oldest first."""
+
+    def put_vectors(self, model_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
+        """Store vectors by chunk id (a chunk deleted meanwhile is skipped); returns how many
+        stored."""
+
+    def vector_backlog(self, model_id: str) -> tuple[int, datetime | None]:
+        """How many live chunks lack a vector for model_id, and indexed_at of the oldest one."""
+
+
+class VectorBackfill:
+    """Encodes and stores the vectors the index lacks, ``batch_size`` chunks a round."""
+
+    def __init__(
+        self,
+        index: VectorIndex,
+        encoder: CachedEncoder,
+        batch_size: int = 32,
+        *,
+        metrics: EmbeddingMetrics | None = None,
+    ) -> None:
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        self.index = index
+        self.encoder = encoder
+        self.batch_size = batch_size
+        self.metrics = metrics if metrics is not None else encoder.metrics
+        self.vectors_written = 0
+        self.backlog = 0
+        # indexed_at of the oldest chunk without a vector at the last look (None: none)
+        self.oldest_missing: datetime | None = None
+        if self.metrics is not None:
+            self.metrics.vector_lag.set_function(self.lag_seconds)
+
+    @property
+    def model_id(self) -> str:
+        return self.encoder.model_id
+
+    def lag_seconds(self) -> float:
+        """Age of the oldest chunk without a vector at the last look, now; 0 when none."""
+        oldest = self.oldest_missing
+        if oldest is None:
+            return 0.0
+        return max(0.0, time.time() - oldest.timestamp())
+
+    def observe_backlog(self) -> int:
+        """Ask the index how far behind the vectors are; sets the gauges; returns the count."""
+        count, oldest = self.index.vector_backlog(self.model_id)
+        self.backlog = count
+        self.oldest_missing = oldest if count else None
+        if self.metrics is not None:
+            self.metrics.vector_backlog.set(count)
+        return count
+
+    def run_once(self) -> int:
+        """One round: up to ``batch_size`` missing vectors encoded and stored; returns how many."""
+        model_id = self.model_id
+        missing = self.index.chunks_missing_vectors(model_id, self.batch_size)
+        stored = 0
+        if missing:
+            vectors = self.encoder.encode([text for _, text in missing], kind="passage")
+            stored = self.index.put_vectors(
+                model_id,
+                {chunk_id: row.tolist() for (chunk_id, _), row in zip(missing, vectors,
+                                                                        strict=True)},
+            )
+            self.vectors_written += stored
+            if self.metrics is not None:
+                self.metrics.vectors_written.inc(stored)
+        self.observe_backlog()
+        return stored
+
+    def run_forever(self, stop: threading.Event, idle_s: float) -> None:
+        """Rounds until ``stop`` is set; waits ``idle_s`` when nothing is missing or a round fails.
+
+        A failed round (index or cache unreachable, the encoder failing) is
+        logged and counted, never fatal: the chunks are still keyword-searchable,
+        and the lag gauge keeps growing, which is what the alert watches.
+        """
+        if idle_s <= 0:
+            raise ValueError(f"idle_s must be > 0, got {idle_s!r}")
+        while not stop.is_set():
+            try:
+                written = self.run_once()
+            except Exception:  # any failure of a round: log it, wait, try again
+                log.exception("vector backfill round failed", model_id=self.model_id)
+                if self.metrics is not None:
+                    self.metrics.backfill_errors.inc()
+                written = 0
+            if written == 0:
+                stop.wait(idle_s)
+
+
+def reembed(index: VectorIndex, encoder: CachedEncoder, progress: bool = True,
+            *, batch_size: int = 32) -> int:
+    """Encode every live chunk that lacks a vector for ``encoder.model_id``; returns how many.
+
+    The re-embedding job of a model change, and the catch-up after an outage.
+    Resumable by construction: it only ever asks the index for what is missing,
+    so an interrupted run is finished by running it again. Raises
+    ``BackfillStalledError`` when a round stores nothing while chunks are still
+    missing (the index refuses the vectors): a loud stop instead of a busy loop.
+    """
+    backfill = VectorBackfill(index, encoder, batch_size)
+    total = backfill.observe_backlog()
+    written = 0
+    with tqdm(total=total, disable=not progress, unit="chunk",
+              desc=f"re-embedding ({encoder.model_id})") as bar:
+        while backfill.backlog > 0:
+            before = backfill.backlog
+            stored = backfill.run_once()
+            # a round may store none because its chunks were deleted meanwhile; then the
+            # backlog shrank. One that stores none and leaves the backlog as it was is stuck.
+            if stored == 0 and backfill.backlog >= before:
+                raise BackfillStalledError(
+                    f"{backfill.backlog} chunks lack a vector for {encoder.model_id!r} but a "
+                    f"round stored none; check put_vectors of {type(index).__name__}"
+                )
+            written += stored
+            # new chunks may arrive while it runs: the bar's total follows the backlog
+            bar.total = max(bar.total or 0, written + backfill.backlog)
+            bar.update(stored)
+    return written
+

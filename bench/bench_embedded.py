@@ -29,12 +29,15 @@ import time
 import uuid
 from pathlib import Path
 
-from consumers.transport import delete_topics, ensure_topics, group_lag
+from consumers.transport import ensure_topics
 from events.changelog import count_lines
 from store.elasticsearch import ElasticsearchStore
 from store.sqlite import SQLiteStore
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the Kafka admin helpers tests use
+from support.kafka_admin import delete_topics, group_lag  # noqa: E402
+
 DEFAULT_CORPUS = ROOT.parent / "shared" / "corpora" / "mozilla-legal-docs.jsonl.gz"
 CLI = str(Path(sys.executable).with_name("policy-indexer"))
 KAFKA = "127.0.0.1:9092"

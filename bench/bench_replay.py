@@ -34,12 +34,15 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from chunker import chunk_document
-from consumers.transport import delete_topics, ensure_topics, group_lag, make_producer
+from consumers.transport import ensure_topics, make_producer
 from events.changelog import read_changelog
 from events.model import Action, ChangeEvent
 from store.elasticsearch import ElasticsearchStore
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the Kafka admin helpers tests use
+from support.kafka_admin import delete_topics, group_lag  # noqa: E402
+
 DEFAULT_CORPUS = ROOT.parent / "shared" / "corpora" / "mozilla-legal-docs.jsonl.gz"
 CLI = str(Path(sys.executable).with_name("policy-indexer"))
 

@@ -10,7 +10,7 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
@@ -90,33 +90,4 @@ def ensure_topics(bootstrap: str, topics: Sequence[str], partitions: int = 3) ->
                     ]
                 )
     finally:
-        admin.close()
-
-
-def delete_topics(bootstrap: str, topics: Sequence[str]) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","))
-    try:
-        admin.delete_topics(list(topics))
-    except KafkaError:
-        pass
-    finally:
-        admin.close()
-
-
-def group_lag(bootstrap: str, group: str, topic: str) -> int | None:
-    """Records of ``topic`` that ``group`` has not committed yet (None before its first commit)."""
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","))
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None)
-    try:
-        committed = admin.list_group_offsets(group).get(group, {})
-        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-        ends = consumer.end_offsets(partitions)
-        if not committed:
-            return None
-        return sum(
-            int(ends[tp]) - (int(committed[tp].offset) if tp in committed else 0)
-            for tp in partitions
-        )
-    finally:
-        consumer.close()
         admin.close()

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 from support.index_equality import ExpectedIndex, expected_index
+from support.kafka_admin import delete_topics
 from support.own_broker import OwnBroker, own_broker_under
 from support.workers import Pipeline
 
-from consumers.transport import delete_topics, ensure_topics
+from consumers.transport import ensure_topics
 from events.changelog import read_changelog
 from events.model import ChangeEvent
 from store.elasticsearch import ElasticsearchStore

@@ -20,10 +20,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.kafka_admin import delete_topics
 from support.kafka_helpers import publish_events
 from support.monitoring import CLI, Process, Prometheus, free_port, wait_for
 
-from consumers.transport import delete_topics, ensure_topics
+from consumers.transport import ensure_topics
 from events.changelog import event_from_line
 from store.elasticsearch import ElasticsearchStore
 
@@ -224,7 +225,7 @@ def test_leftover_versions_show_and_alert_then_the_sweep_clears_them(stack: Stac
     stack.worker.stop()
     # This worker SIGKILLs itself after writing the new version's chunks and state,
     # before its delete step: terms@v1's chunks stay behind.
-    doomed = stack.worker_process(POLICY_INDEXER_WORKER_KILL_AT="after-state-write:1").start()
+    doomed = stack.worker_process(TEST_FAULT_KILL_AT="after-state-write:1").start()
     stack.change("terms", 2)
     assert doomed.wait_exit(60) != 0, doomed.tail()
     doomed.stop()

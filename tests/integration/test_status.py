@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 from support.chunks import make_chunk
+from support.kafka_admin import delete_topics
 from support.workers import CLI
 
 from consumers.dead_letter import DeadLetter
-from consumers.transport import delete_topics, ensure_topics, make_producer
+from consumers.transport import ensure_topics, make_producer
 from consumers.worker import KafkaDeadLetterSink
 from store.elasticsearch import ElasticsearchStore
 from store.model import DocumentState

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from support.index_equality import ExpectedIndex, assert_index_equals, expected_index
-from support.kafka_helpers import group_lag, publish_events, read_all, wait_for_lag_zero
+from support.kafka_admin import group_lag
+from support.kafka_helpers import publish_events, read_all, wait_for_lag_zero
 from support.tcp_proxy import TcpProxy
 from support.workers import Pipeline, free_port, healthz
 
@@ -43,7 +44,7 @@ def test_sigkill_at_every_step_and_restart_gives_the_same_state(
             worker.kill()
         else:
             worker = pipeline.start_worker(
-                tmp_path, worker_kill_at=spec, commit_every_records="10"
+                tmp_path, kill_at=spec, commit_every_records="10"
             )
             worker.proc.wait(timeout=120)
         killed.append((spec, worker.proc.returncode))

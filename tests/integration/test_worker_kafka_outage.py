@@ -14,11 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kafka.errors import CoordinatorLoadInProgressError, CoordinatorNotAvailableError
 from prometheus_client.parser import text_string_to_metric_families
 from support.index_equality import ExpectedIndex, assert_index_equals
-from support.kafka_helpers import group_lag, publish_events, read_all, wait_for_lag_zero
+from support.kafka_admin import lag_or_none
+from support.kafka_helpers import publish_events, read_all, wait_for_lag_zero
 from support.own_broker import OwnBroker
+from support.waiting import wait_until
 from support.workers import Pipeline, free_port, healthz
 
 from consumers.transport import ensure_topics
@@ -44,7 +45,6 @@ def private_pipeline(
     store.close()
 
 
-
 def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
         text = resp.read().decode()
@@ -55,13 +55,11 @@ def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     }
 
 
-def lag_or_none(pipeline: Pipeline) -> int | None:
-    """The group's lag; None while a fresh broker has no group coordinator ready yet
-    (none elected, or still loading the group's offsets)."""
-    try:
-        return group_lag(pipeline.kafka, pipeline.group, pipeline.topic)
-    except (CoordinatorNotAvailableError, CoordinatorLoadInProgressError):
-        return None
+def lag(pipeline: Pipeline) -> int | None:
+    """The group's lag; None before its first commit, or while a fresh broker answers with
+    a retriable error (no coordinator elected yet, still loading offsets, not the coordinator
+    any more): every one of them means "not yet" (``support.kafka_admin.lag_or_none``)."""
+    return lag_or_none(pipeline.kafka, pipeline.group, pipeline.topic)
 
 
 KAFKA_ERRORS = ("policy_indexer_transient_errors_total", (("operation", "kafka"),))
@@ -77,12 +75,13 @@ def test_kafka_gone_for_18_seconds_mid_replay_the_worker_waits_and_loses_nothing
     worker = pipeline.start_worker(tmp_path, metrics_port=str(port), commit_every_records="20")
     try:
         publish_events(pipeline.kafka, pipeline.topic, basecamp_events[:FIRST_PART])
-        deadline = time.monotonic() + 60
-        # Mid-replay: the worker has committed part of the first batch of changes.
-        while lag_or_none(pipeline) in (None, FIRST_PART):
+        def started() -> int | None:
             assert worker.proc.poll() is None, worker.tail()
-            assert time.monotonic() < deadline, f"the worker never started: {worker.tail()}"
-            time.sleep(0.2)
+            return lag(pipeline)
+
+        # Mid-replay: the worker has committed part of the first batch of changes.
+        wait_until(started, 60, "the worker to commit part of the first changes", every_s=0.2,
+                   accept=lambda n: n not in (None, FIRST_PART), on_timeout=worker.tail)
         kafka_errors_before = scrape(port).get(KAFKA_ERRORS, 0.0)
 
         own_broker.services("down")

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 from support.index_equality import ExpectedIndex, assert_index_equals
-from support.kafka_helpers import group_lag, publish_events, read_all, wait_for_lag_zero
+from support.kafka_admin import group_lag
+from support.kafka_helpers import publish_events, read_all, wait_for_lag_zero
 from support.workers import Pipeline, Worker
 
 from events.model import ChangeEvent

@@ -9,11 +9,12 @@ from datetime import UTC, datetime
 import pytest
 from prometheus_client import CollectorRegistry
 from support.chunks import fake_chunker
+from support.kafka_admin import delete_topics
 from support.kafka_helpers import publish_events, wait_for_lag_zero
 
 from consumers.commit_policy import CommitPolicy
 from consumers.processor import EventProcessor
-from consumers.transport import delete_topics, ensure_topics, make_consumer, make_producer
+from consumers.transport import ensure_topics, make_consumer, make_producer
 from consumers.worker import KafkaDeadLetterSink, KafkaWorker
 from events.model import Action, ChangeEvent
 from metrics.definitions import WorkerMetrics

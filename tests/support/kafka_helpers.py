@@ -1,15 +1,17 @@
-"""Kafka helpers for tests: unique topics, publishing events, reading dead letters, lag."""
+"""Kafka helpers for tests: publishing events, reading dead letters, waiting for no lag."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kafka import KafkaConsumer
 
-from consumers.transport import group_lag, make_producer
+from consumers.transport import make_producer
 from events.model import ChangeEvent
+from support.kafka_admin import lag_or_none
+from support.waiting import wait_until
 
 
 def publish_events(
@@ -56,14 +58,15 @@ def read_all(bootstrap: str, topic: str, *, expect: int, timeout_s: float = 30.0
 
 
 def wait_for_lag_zero(bootstrap: str, group: str, topic: str, timeout_s: float = 120.0,
-                      check: Any = None) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if group_lag(bootstrap, group, topic) == 0:
-            return
+                      check: Callable[[], object] | None = None) -> None:
+    """Until ``group`` has committed every record of ``topic``; ``check`` runs on each try
+    (to fail at once when the worker died). A broker still electing its coordinator is
+    "not yet" (``lag_or_none``), not an error."""
+
+    def lag() -> int | None:
         if check is not None:
             check()
-        time.sleep(0.5)
-    raise AssertionError(
-        f"group {group!r} still has lag {group_lag(bootstrap, group, topic)} on {topic!r}"
-    )
+        return lag_or_none(bootstrap, group, topic)
+
+    wait_until(lag, timeout_s, f"group {group!r} to have no lag on {topic!r}", every_s=0.5,
+               accept=lambda n: n == 0)

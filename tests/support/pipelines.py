@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry
 from consumers.commit_policy import CommitPolicy
 from consumers.dead_letter import DeadLetter
 from consumers.processor import EventProcessor
-from consumers.transport import delete_topics, ensure_topics, make_consumer, make_producer
+from consumers.transport import ensure_topics, make_consumer, make_producer
 from consumers.worker import KafkaDeadLetterSink, KafkaWorker
 from events.model import ChangeEvent
 from metrics.definitions import WorkerMetrics
@@ -29,6 +29,7 @@ from policy_indexer.embedded import Embedded, WorkerThread
 from policy_indexer.settings import Settings
 from store.base import Store
 from store.elasticsearch import ElasticsearchStore
+from support.kafka_admin import delete_topics
 from support.kafka_helpers import publish_events, read_all, wait_for_lag_zero
 
 Message = ChangeEvent | tuple[bytes, bytes | None]

@@ -17,8 +17,9 @@ import pytest
 
 from consumers.dead_letter import DeadLetter, DeadLetterSink
 from consumers.local_dead_letters import LocalDeadLetterSink
-from consumers.transport import delete_topics, ensure_topics, make_consumer, make_producer
+from consumers.transport import ensure_topics, make_consumer, make_producer
 from consumers.worker import KafkaDeadLetterSink
+from support.kafka_admin import delete_topics
 from support.kafka_helpers import read_all
 from transport.consumer import Delivery, EventConsumer
 from transport.kafka_consumer import KafkaEventConsumer

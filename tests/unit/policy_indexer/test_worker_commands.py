@@ -55,7 +55,7 @@ def test_replay_of_a_bad_change_log_names_the_line_and_what_was_published(
     log.write_text(json.dumps(good) + "\n" + '{"seq": 2, "document_id": "a"}\n')
     monkeypatch.setenv("POLICY_INDEXER_KAFKA_BOOTSTRAP_SERVERS", kafka_bootstrap)
     monkeypatch.setenv("POLICY_INDEXER_KAFKA_PARTITIONS", "1")
-    from consumers.transport import delete_topics
+    from support.kafka_admin import delete_topics
 
     try:
         result = CliRunner().invoke(

@@ -9,7 +9,7 @@ that its peak RSS is its own:
                 reference (what a reconcile that scans the whole index must read);
 - ``nothing``   reconcile, nothing changed (must decide ``up_to_date`` for all);
 - ``changed``   reconcile with 1% of the documents at a new version (reindexed
-                through the EventProcessor: chunker, bulk write, state, delete step);
+                through indexing.Indexer: chunker, bulk write, state, delete step);
 - ``per-doc``   baseline: one state get + one chunk-count query per document, the
                 design reconcile avoids; timed on 2,000 documents and scaled up.
 

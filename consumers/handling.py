@@ -1,23 +1,28 @@
 """What both workers (Kafka and the local queue) do with one polled batch.
 
-Parse every record, hand the valid events to the ``BatchProcessor`` in one go,
-dead-letter the poison with its source position, and count the outcomes. The
-workers differ only in how they poll, back off and commit.
+Parse every record, hand the valid events to the ``indexing.Indexer`` in one
+go, dead-letter the poison with its source position, and count the outcomes
+and the chunks the apply reports. The workers differ only in how they poll,
+back off and commit.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
-from typing import Protocol, TypeVar
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
+import pydantic
 import structlog
 
-from consumers.batch import BatchProcessor, Result
 from consumers.dead_letter import DeadLetter, DeadLetterSink
-from consumers.errors import PoisonEvent
-from consumers.processor import EventProcessor, parse_event
 from events.model import ChangeEvent
+from indexing.core import Indexer
+from indexing.errors import PoisonEvent
+from indexing.model import Result
 from metrics.definitions import WorkerMetrics
 
 log = structlog.get_logger(__name__)
@@ -39,13 +44,42 @@ class RawRecord(Protocol):
 
 
 R = TypeVar("R", bound=RawRecord)
-Handled = list[tuple[R, Result, ChangeEvent | None]]
+
+
+@dataclass(frozen=True)
+class Handled(Generic[R]):
+    """One attempt at a batch: each record with its result (and event), the chunks moved."""
+
+    records: list[tuple[R, Result, ChangeEvent | None]]
+    chunks_written: int
+    chunks_deleted: int
+
+
+def parse_event(raw: bytes | None) -> ChangeEvent:
+    """Bytes from the transport to a ChangeEvent, or ``PoisonEvent`` saying why not."""
+    if raw is None:
+        raise PoisonEvent("not_json", "empty message (no value)")
+    try:
+        json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise PoisonEvent("not_json", f"not JSON: {exc}") from exc
+    try:
+        return ChangeEvent.from_json_bytes(raw)
+    except pydantic.ValidationError as exc:
+        detail = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in exc.errors()
+        )
+        raise PoisonEvent("schema", f"not a valid ChangeEvent: {detail}") from exc
 
 
 def attempt(
-    records: Sequence[R], batch: BatchProcessor, dead_letters: DeadLetterSink
+    records: Sequence[R],
+    indexer: Indexer,
+    dead_letters: DeadLetterSink,
+    *,
+    write_behind: Executor | None = None,
 ) -> Handled[R]:
-    """One try at the whole batch: parse, process, dead-letter the poison."""
+    """One try at the whole batch: parse, apply, dead-letter the poison."""
     parsed: list[tuple[R, ChangeEvent | PoisonEvent]] = []
     for record in records:
         try:
@@ -53,8 +87,9 @@ def attempt(
         except PoisonEvent as poison:
             parsed.append((record, poison))
     events = [e for _, e in parsed if isinstance(e, ChangeEvent)]
-    results = iter(batch.handle_batch(events))
-    handled: Handled[R] = [
+    applied = indexer.apply(events, write_behind=write_behind)
+    results = iter(applied.results)
+    handled: list[tuple[R, Result, ChangeEvent | None]] = [
         (record, item, None) if isinstance(item, PoisonEvent) else (record, next(results), item)
         for record, item in parsed
     ]
@@ -66,23 +101,20 @@ def attempt(
             )
             log.warning("dead-lettered", reason=result.reason, error=result.message[:500],
                         topic=record.topic, partition=record.partition, offset=record.offset)
-    return handled
+    return Handled(handled, applied.chunks_written, applied.chunks_deleted)
 
 
 class OutcomeCounter:
-    """Counts a batch's outcomes and the chunks its processing wrote and deleted."""
+    """Counts a batch's outcomes and the chunks its apply wrote and deleted."""
 
-    def __init__(self, metrics: WorkerMetrics, processor: EventProcessor) -> None:
+    def __init__(self, metrics: WorkerMetrics) -> None:
         self.metrics = metrics
-        self.processor = processor
         self.started = time.monotonic()
-        self.written = processor.chunks_written
-        self.deleted = processor.chunks_deleted
 
     def count(self, handled: Handled[R]) -> None:
         metrics = self.metrics
         elapsed = time.monotonic() - self.started
-        for _record, result, event in handled:
+        for _record, result, event in handled.records:
             if isinstance(result, PoisonEvent):
                 metrics.dead_letters.labels(reason=result.reason).inc()
                 metrics.events.labels(outcome="dead_lettered").inc()
@@ -91,6 +123,6 @@ class OutcomeCounter:
                 if event is not None:
                     metrics.record_applied(result.value, event.changed_at)
             metrics.event_processing.observe(elapsed)
-        metrics.chunks_written.inc(self.processor.chunks_written - self.written)
-        metrics.chunks_deleted.inc(self.processor.chunks_deleted - self.deleted)
+        metrics.chunks_written.inc(handled.chunks_written)
+        metrics.chunks_deleted.inc(handled.chunks_deleted)
         metrics.last_event_processed.set(time.time())

@@ -1,7 +1,7 @@
 """The worker loop over any ``transport.consumer.EventConsumer`` (the embedded mode's).
 
 Same steps and guarantees as ``consumers.worker.KafkaWorker``: poll -> handle the
-polled batch with the same ``BatchProcessor`` (retrying transient failures,
+polled batch with the same ``indexing.Indexer`` (retrying transient failures,
 dead-lettering poison) -> commit what is done, on the ``CommitPolicy``, when the
 transport is idle and on shutdown. Rebalances do not exist here (the local queue
 has one consumer), which is why this loop is small; the Kafka worker keeps its
@@ -15,13 +15,12 @@ from collections.abc import Callable
 
 import structlog
 
-from consumers.batch import BatchProcessor
 from consumers.commit_policy import CommitPolicy
 from consumers.dead_letter import DeadLetterSink
 from consumers.errors import Interrupted, TransientError
 from consumers.handling import OutcomeCounter, attempt
-from consumers.processor import EventProcessor
 from consumers.retry import HealthState, RetryPolicy, call_with_retry
+from indexing.core import Indexer
 from metrics.definitions import WorkerMetrics
 from transport.consumer import ConsumeError, Delivery, EventConsumer
 
@@ -32,7 +31,7 @@ class QueueWorker:
     def __init__(
         self,
         consumer: EventConsumer,
-        processor: EventProcessor,
+        processor: Indexer,
         dead_letters: DeadLetterSink,
         *,
         metrics: WorkerMetrics,
@@ -46,7 +45,6 @@ class QueueWorker:
     ) -> None:
         self.consumer = consumer
         self.processor = processor
-        self.batch = BatchProcessor(processor)
         self.dead_letters = dead_letters
         self.metrics = metrics
         self.health = health or HealthState()
@@ -101,10 +99,10 @@ class QueueWorker:
             if self._stop.wait(seconds):
                 raise Interrupted("stop requested")
 
-        counter = OutcomeCounter(self.metrics, self.processor)
+        counter = OutcomeCounter(self.metrics)
         try:
             handled = call_with_retry(
-                lambda: attempt(batch, self.batch, self.dead_letters),
+                lambda: attempt(batch, self.processor, self.dead_letters),
                 policy=self.retry, health=self.health,
                 sleep=sleep, on_retry=on_retry,
             )

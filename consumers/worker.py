@@ -1,7 +1,7 @@
 """The Kafka worker: poll, process the batch, commit what is done.
 
 One loop, small steps: ``poll`` -> ``_process`` the polled batch through
-``BatchProcessor`` (retrying transient failures, dead-lettering poison) -> mark
+the ``indexing.Indexer`` (retrying transient failures, dead-lettering poison) -> mark
 the offsets committable -> commit on the
 ``CommitPolicy``, on revocation and on shutdown. ``request_stop`` (SIGTERM)
 lets the batch in hand finish, commits and returns; a worker backing off from
@@ -31,15 +31,14 @@ from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, Topic
 from kafka.errors import CommitFailedError, KafkaError
 from kafka.structs import OffsetAndMetadata
 
-from consumers.batch import BatchProcessor
 from consumers.commit_policy import CommitPolicy
 from consumers.dead_letter import DeadLetter, DeadLetterSink
 from consumers.errors import Interrupted, TransientError
 from consumers.handling import OutcomeCounter, attempt
 from consumers.kafka_reach import CoordinatorWatch
-from consumers.processor import EventProcessor
 from consumers.retry import HealthState, RetryPolicy, call_with_retry
 from consumers.transport import publish
+from indexing.core import Indexer
 from metrics.definitions import WorkerMetrics
 
 log = structlog.get_logger(__name__)
@@ -67,7 +66,7 @@ class KafkaWorker:
         self,
         consumer: KafkaConsumer,
         topic: str,
-        processor: EventProcessor,
+        processor: Indexer,
         dead_letters: DeadLetterSink,
         *,
         metrics: WorkerMetrics,
@@ -84,7 +83,6 @@ class KafkaWorker:
         self.processor = processor
         # one thread writes chunks while the loop chunks the rest of the batch
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chunk-writer")
-        self.batch = BatchProcessor(processor, write_behind=self._writer)
         self.dead_letters = dead_letters
         self.metrics = metrics
         self.health = health or HealthState()
@@ -161,10 +159,11 @@ class KafkaWorker:
             operation = "kafka" if isinstance(exc, TransientError) else "store"
             self.metrics.transient_errors.labels(operation=operation).inc()
 
-        counter = OutcomeCounter(self.metrics, self.processor)
+        counter = OutcomeCounter(self.metrics)
         try:
             handled = call_with_retry(
-                lambda: attempt(records, self.batch, self.dead_letters),
+                lambda: attempt(records, self.processor, self.dead_letters,
+                                write_behind=self._writer),
                 policy=self.retry, health=self.health,
                 sleep=lambda s: self._wait(s, partitions), on_retry=on_retry,
             )

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from consumers.local_dead_letters import LocalDeadLetterSink
-from consumers.processor import EventProcessor
 from consumers.queue_worker import QueueWorker
 from consumers.retry import HealthState
+from indexing.core import Indexer
 from metrics.definitions import WorkerMetrics
 from policy_indexer.settings import Settings
 from store.sqlite import SQLiteStore
@@ -73,7 +73,7 @@ class Embedded:
         """A worker on the queue; raises ``ConsumerBusy`` if another process consumes it."""
         s = self.settings
         consumer = LocalQueueConsumer(self.queue, self.topic, lease_ttl_s=s.embedded_lease_seconds)
-        processor = EventProcessor(
+        processor = Indexer(
             self.store, checkpoint=checkpoint, on_unchanged=metrics.unchanged_content.inc
         )
         return QueueWorker(

@@ -2,10 +2,9 @@
 
 - ``index_view``: what the index holds per document (states + chunks actually present).
 - ``plan``: the decision per document (pure).
-- ``reconcile``: read the index, list the source, decide, act through the worker's
-  processing (``EventProcessor`` / ``BatchProcessor``).
+- ``reconcile``: read the index, list the source, decide, act through the indexing
+  core the workers use (``indexing.Indexer``; repairs through ``indexing.repair``).
 - ``safety``: a listing is whole or the run fails; the deletion cap.
-- ``repair``: rewrite a document's chunks at the version the index already holds.
 - ``runs``: the record of every run (start, end, outcome, counts).
 - ``lease``: only one scheduler replica acts at a time.
 - ``jobs`` and ``scheduler``: the reconcile and the sweep as APScheduler jobs.

@@ -22,8 +22,8 @@ from datetime import datetime, timedelta
 
 import structlog
 
-from consumers.processor import EventProcessor
 from deleter.sweep import SweepReport, sweep
+from indexing.core import Indexer
 from metrics.definitions import ReindexMetrics
 from reindex.errors import LeaseError
 from reindex.lease import Lease, LeaseRecord, utcnow
@@ -84,7 +84,7 @@ class JobRunner:
                 report = Reconciler(
                     self.source,
                     self.store,
-                    processor=EventProcessor(self.store, checkpoint=checkpoint),
+                    indexer=Indexer(self.store, checkpoint=checkpoint),
                     options=ReconcileOptions(dry_run, allow_mass_delete,
                                              self.max_delete_fraction),
                     should_stop=lambda: self.stop_event.is_set() or lost.is_set(),

@@ -1,13 +1,13 @@
-"""Reconcile: make the index the source's current state, through the worker's own path.
+"""Reconcile: make the index the source's current state, through the workers' own core.
 
 Order matters. The index is read first and the source listed second, so a
 document created at the source and indexed by a worker while the run starts
 is in the listing whenever it is in the index view: it can never look "gone
-from the source". Every action then goes through the worker's own processing
+from the source". Every action then goes through the indexing core the workers use
 (the version guard, the state write and the delete step of a change event);
-only a same-version chunk repair uses ``reindex.repair``. Events are handed
-to the worker's ``BatchProcessor`` (the path the Kafka worker takes for a
-poll), ``batch_size`` at a time: a few round trips per batch, not per document.
+only a same-version chunk repair uses ``indexing.repair``. Events are handed
+to ``Indexer.apply`` (the path a worker takes for a poll), ``batch_size`` at
+a time: a few round trips per batch, not per document.
 
 Safety:
 
@@ -35,15 +35,14 @@ from datetime import UTC, datetime
 import pydantic
 import structlog
 
-from consumers.batch import BatchProcessor
-from consumers.errors import PoisonEvent
-from consumers.processor import EventProcessor
 from events.model import Action, ChangeEvent
+from indexing.core import Indexer
+from indexing.errors import PoisonEvent
+from indexing.repair import remove_leftovers, rewrite
 from reindex.errors import ListingFailedError, RunInterrupted
 from reindex.index_view import read_index
 from reindex.model import Decision, PlannedAction, ReconcileReport
 from reindex.plan import plan
-from reindex.repair import remove_leftovers, rewrite
 from reindex.safety import deletion_cap, list_source
 from sources.base import Source, SourceDocument, SourceEntry
 from sources.errors import DocumentNotFoundError, SourceDataError, SourceError
@@ -70,15 +69,14 @@ class Reconciler:
         source: Source,
         store: Store,
         *,
-        processor: EventProcessor | None = None,
+        indexer: Indexer | None = None,
         options: ReconcileOptions | None = None,
         should_stop: Callable[[], bool] = lambda: False,
         batch_size: int = 200,
     ) -> None:
         self.source = source
         self.store = store
-        self.processor = processor or EventProcessor(store)
-        self.batch = BatchProcessor(self.processor)
+        self.indexer = indexer or Indexer(store)
         self.batch_size = batch_size
         self.options = options or ReconcileOptions()
         self.should_stop = should_stop
@@ -155,7 +153,7 @@ class Reconciler:
         actions: Iterable[PlannedAction],
         listing: dict[str, SourceEntry],
     ) -> None:
-        """Apply the actions; events go to the worker's ``BatchProcessor`` in batches."""
+        """Apply the actions; events go to ``Indexer.apply`` in batches."""
         pending: list[tuple[str, ChangeEvent]] = []
         for action in actions:
             if self.should_stop():
@@ -180,8 +178,8 @@ class Reconciler:
     def _flush(self, report: ReconcileReport, pending: list[tuple[str, ChangeEvent]]) -> None:
         if not pending:
             return
-        results = self.batch.handle_batch([event for _, event in pending])
-        for (document_id, _), result in zip(pending, results, strict=True):
+        applied = self.indexer.apply([event for _, event in pending])
+        for (document_id, _), result in zip(pending, applied.results, strict=True):
             if isinstance(result, PoisonEvent):
                 self._fail(report, document_id, result)
             else:
@@ -234,7 +232,7 @@ class Reconciler:
         if state is None or state.version != action.index_version:
             return "changed_meanwhile"
         if state.deleted:
-            remove_leftovers(self.processor, state)
+            remove_leftovers(self.store, state)
             return "repaired"
         try:
             document = self.source.get_document(doc_id)
@@ -243,7 +241,7 @@ class Reconciler:
         event = self._upsert(document)
         if document.version != state.version:
             return event  # the source moved on: an ordinary reindex
-        rewrite(self.processor, event, state)
+        rewrite(self.indexer, event, state)
         return "repaired"
 
     def _event_id(self) -> str:

@@ -20,10 +20,10 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from consumers.health import HealthServer
-from consumers.processor import EventProcessor
 from consumers.retry import HealthState
 from consumers.transport import ensure_topics, make_consumer, make_producer
 from consumers.worker import KafkaDeadLetterSink, KafkaWorker
+from indexing.core import Indexer
 from metrics.definitions import WorkerMetrics
 from policy_indexer.logs import configure_logging
 from policy_indexer.settings import Settings
@@ -78,7 +78,7 @@ def run_worker(settings: Settings, metrics_port: int | None = None) -> None:
         session_timeout_ms=settings.kafka_session_timeout_ms,
         heartbeat_interval_ms=max(500, settings.kafka_session_timeout_ms // 5),
     )
-    processor = EventProcessor(
+    processor = Indexer(
         store, checkpoint=checkpoint, on_unchanged=metrics.unchanged_content.inc
     )
     worker = KafkaWorker(

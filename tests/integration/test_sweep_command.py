@@ -16,10 +16,11 @@ from support.chunks import make_chunk
 from support.index_equality import assert_index_equals, expected_index
 from support.workers import Pipeline
 
-from consumers.processor import EventProcessor
 from events.model import Action, ChangeEvent
+from indexing.core import Indexer
 from metrics.definitions import ReindexMetrics
-from policy_indexer.commands.reindex import open_runner
+from policy_indexer.runtime.backends import KafkaBackends
+from policy_indexer.runtime.jobs import job_runner
 from policy_indexer.settings import Settings
 from sources.changelog import ChangeLogSource
 from store.elasticsearch import ElasticsearchStore
@@ -59,9 +60,9 @@ LONG_AGO = "2020-01-01T00:00:00+00:00"
 def index_with_leftovers(store: ElasticsearchStore) -> tuple[dict[str, str], str]:
     """STREAM indexed, then one leftover of each kind planted, and one chunk in its grace."""
     store.ensure_ready()
-    processor = EventProcessor(store)
+    processor = Indexer(store)
     for e in STREAM:
-        processor.handle(e)
+        processor.apply_one(e)
     planted = {
         plant(store, "refund", 1, LONG_AGO): "older",
         plant(store, "old-name", 1, LONG_AGO): "deleted-document",
@@ -111,8 +112,14 @@ def test_the_scheduled_sweep_counts_its_leftovers_in_the_process_metrics(
                         source_path=str(source), sweep_grace_seconds=600)
     registry = CollectorRegistry()
     store = ElasticsearchStore.connect(pipeline.elasticsearch, pipeline.unique)
-    runner = open_runner(settings, ChangeLogSource(str(source)), store, trigger="scheduled",
-                         metrics=ReindexMetrics.create(registry))
+    changes = ChangeLogSource(str(source))
+
+    def close() -> None:
+        changes.close()
+        store.close()
+
+    runner = job_runner(KafkaBackends(settings, store), changes, trigger="scheduled",
+                        metrics=ReindexMetrics.create(registry), on_close=close)
 
     def leftovers(reason: str) -> float | None:
         return registry.get_sample_value("policy_indexer_sweep_leftovers_total",

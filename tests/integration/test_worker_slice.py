@@ -13,10 +13,10 @@ from support.kafka_admin import delete_topics
 from support.kafka_helpers import publish_events, wait_for_lag_zero
 
 from consumers.commit_policy import CommitPolicy
-from consumers.processor import EventProcessor
 from consumers.transport import ensure_topics, make_consumer, make_producer
 from consumers.worker import KafkaDeadLetterSink, KafkaWorker
 from events.model import Action, ChangeEvent
+from indexing.core import Indexer
 from metrics.definitions import WorkerMetrics
 from store.elasticsearch import ElasticsearchStore
 
@@ -43,7 +43,7 @@ def test_an_event_from_kafka_becomes_a_searchable_chunk(
     worker = KafkaWorker(
         make_consumer(kafka_bootstrap, group),
         topic,
-        EventProcessor(es_store, chunk=fake_chunker),
+        Indexer(es_store, chunk=fake_chunker),
         KafkaDeadLetterSink(producer, dlq),
         metrics=metrics,
         commit=CommitPolicy(max_records=1, max_interval_s=0.2),
@@ -96,7 +96,7 @@ def test_a_document_over_kafkas_default_1_mb_limit_is_published_and_indexed(
     worker = KafkaWorker(
         make_consumer(kafka_bootstrap, group),
         topic,
-        EventProcessor(es_store),
+        Indexer(es_store),
         KafkaDeadLetterSink(producer, dlq),
         metrics=WorkerMetrics.create(CollectorRegistry()),
         commit=CommitPolicy(max_records=1, max_interval_s=0.2),

@@ -20,10 +20,10 @@ from prometheus_client import CollectorRegistry
 
 from consumers.commit_policy import CommitPolicy
 from consumers.dead_letter import DeadLetter
-from consumers.processor import EventProcessor
 from consumers.transport import ensure_topics, make_consumer, make_producer
 from consumers.worker import KafkaDeadLetterSink, KafkaWorker
 from events.model import ChangeEvent
+from indexing.core import Indexer
 from metrics.definitions import WorkerMetrics
 from policy_indexer.embedded import Embedded, WorkerThread
 from policy_indexer.settings import Settings
@@ -85,7 +85,7 @@ def kafka_pipeline(request: pytest.FixtureRequest) -> Iterator[PipelineUnderTest
     producer = make_producer(bootstrap)
     worker = KafkaWorker(
         make_consumer(bootstrap, group, session_timeout_ms=6000, heartbeat_interval_ms=1000),
-        topic, EventProcessor(store), KafkaDeadLetterSink(producer, dlq),
+        topic, Indexer(store), KafkaDeadLetterSink(producer, dlq),
         metrics=WorkerMetrics.create(CollectorRegistry()),
         commit=CommitPolicy(max_records=20, max_interval_s=0.3),
     )

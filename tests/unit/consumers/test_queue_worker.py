@@ -18,9 +18,9 @@ from support.chunks import fake_chunker
 
 from consumers.commit_policy import CommitPolicy
 from consumers.local_dead_letters import LocalDeadLetterSink
-from consumers.processor import EventProcessor
 from consumers.queue_worker import QueueWorker
 from events.model import Action, ChangeEvent
+from indexing.core import Indexer
 from metrics.definitions import WorkerMetrics
 from store.sqlite import SQLiteStore
 from transport.local_clients import LocalQueueConsumer, LocalQueuePublisher
@@ -55,7 +55,7 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 def run_until_drained(queue: LocalQueue, store: SQLiteStore) -> CollectorRegistry:
     registry = CollectorRegistry()
     worker = QueueWorker(
-        LocalQueueConsumer(queue, TOPIC), EventProcessor(store, chunk=fake_chunker),
+        LocalQueueConsumer(queue, TOPIC), Indexer(store, chunk=fake_chunker),
         LocalDeadLetterSink(queue, TOPIC), metrics=WorkerMetrics.create(registry),
         commit=CommitPolicy(max_records=2, max_interval_s=0.1), poll_timeout_s=0.05,
     )

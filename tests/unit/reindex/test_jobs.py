@@ -7,7 +7,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from support.reindex_library import Library
 
-from consumers.processor import EventProcessor
+from indexing.core import Indexer
 from metrics.definitions import ReindexMetrics
 from reindex.jobs import JobRunner
 from reindex.lease import InMemoryLeaseBackend, Lease
@@ -109,9 +109,9 @@ def test_metrics_follow_successes_recorded_by_other_processes(tmp_path: Path) ->
 
 def test_the_sweep_job_is_recorded(tmp_path: Path) -> None:
     runner, registry, library = make_runner(tmp_path)
-    processor = EventProcessor(runner.store)
+    processor = Indexer(runner.store)
     for event in library.events:
-        processor.handle(event)
+        processor.apply_one(event)
     report = runner.sweep()
     assert report is not None
     (record,) = runner.run_log.recent("sweep")

@@ -9,7 +9,7 @@ from support.index_equality import assert_index_equals, expected_index
 from support.reindex_library import Library
 from support.sources import ListSource
 
-from consumers.processor import EventProcessor
+from indexing.core import Indexer
 from reindex.model import Outcome
 from reindex.reconcile import ReconcileOptions, Reconciler
 from sources.base import SourceDocument, SourceEntry
@@ -27,9 +27,9 @@ def indexed_library(tmp_path: Path, documents: int = 20) -> tuple[Library, InMem
         library.upsert(f"doc-{n:02d}", 1)
     library.write()
     store = InMemoryStore()
-    processor = EventProcessor(store)
+    processor = Indexer(store)
     for event in library.events:
-        processor.handle(event)
+        processor.apply_one(event)
     return library, store
 
 
@@ -175,7 +175,7 @@ def test_the_index_is_never_taken_back_in_time(tmp_path: Path) -> None:
     source = ListSource()
     for n in range(20):
         source.put(SourceEntry(f"doc-{n:02d}", 1, T))
-    EventProcessor(store).handle(library.upsert("doc-05", 3))
+    Indexer(store).apply_one(library.upsert("doc-05", 3))
     report = Reconciler(source, store).run()
     assert report.decided["ahead"] == 1
     assert store.states["doc-05"].version == 3
@@ -197,12 +197,12 @@ class RacingSource(ChangeLogSource):
 
     def __init__(self, path: Path, store: InMemoryStore, library: Library, doc: str) -> None:
         super().__init__(path)
-        self.processor, self.library, self.doc = EventProcessor(store), library, doc
+        self.processor, self.library, self.doc = Indexer(store), library, doc
 
     def get_document(self, document_id: str) -> SourceDocument:
         document = super().get_document(document_id)
         if document_id == self.doc:
-            self.processor.handle(self.library.upsert(self.doc, document.version + 1))
+            self.processor.apply_one(self.library.upsert(self.doc, document.version + 1))
         return document
 
 
@@ -228,7 +228,7 @@ def test_a_document_recreated_by_a_worker_during_the_run_is_not_deleted(tmp_path
         def list_documents(self) -> Iterator[SourceEntry]:
             yield from source.list_documents()
             # The worker indexes doc-19 v2 after the listing, before the delete.
-            EventProcessor(store).handle(Library(tmp_path / "x.jsonl").upsert("doc-19", 2))
+            Indexer(store).apply_one(Library(tmp_path / "x.jsonl").upsert("doc-19", 2))
 
     report = Reconciler(Racing(), store).run()
     assert report.decided["delete"] == 1 and report.applied == {"changed_meanwhile": 1}

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from support.index_equality import assert_index_equals, expected_index
 
-from consumers.processor import EventProcessor
 from events.changelog import read_changelog
+from indexing.core import Indexer
 from reindex.model import Outcome
 from reindex.reconcile import ReconcileOptions, Reconciler
 from sources.changelog import ChangeLogSource
@@ -22,9 +22,9 @@ def test_reconcile_brings_a_mid_history_index_to_the_end_of_the_log(corpora_dir:
     events = list(read_changelog(log))
     half = len(events) // 2
     store = InMemoryStore()
-    processor = EventProcessor(store)
+    processor = Indexer(store)
     for event in events[:half]:  # the worker ran until mid-history, then stopped
-        processor.handle(event)
+        processor.apply_one(event)
 
     dry = Reconciler(ChangeLogSource(log), store, options=ReconcileOptions(dry_run=True)).run()
     assert dry.decided["reindex"] > 0

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from support.chunks import fake_chunker
 
 from chunker.model import Chunk
-from consumers.batch import BatchProcessor
-from consumers.errors import PoisonEvent
-from consumers.processor import EventProcessor, Outcome
 from events.model import Action, ChangeEvent, EventMetadata
+from indexing.core import Indexer
+from indexing.errors import PoisonEvent
+from indexing.model import Outcome
 from store.base import MAX_KEYWORD_BYTES
 from store.errors import TransientStoreError
 from store.memory import InMemoryStore
@@ -47,10 +47,10 @@ def snapshot(store: InMemoryStore) -> Snapshot:
 
 def one_by_one(events: list[ChangeEvent]) -> InMemoryStore:
     store = InMemoryStore()
-    proc = EventProcessor(store, chunk=fake_chunker)
+    proc = Indexer(store, chunk=fake_chunker)
     for e in events:
         with contextlib.suppress(PoisonEvent):
-            proc.handle(e)
+            proc.apply_one(e)
     return store
 
 
@@ -58,12 +58,10 @@ def in_batches(
     events: list[ChangeEvent], size: int, behind: Executor | None = None
 ) -> tuple[InMemoryStore, list[object]]:
     store = InMemoryStore()
-    batch = BatchProcessor(
-        EventProcessor(store, chunk=fake_chunker), write_behind=behind, flush_chunks=1
-    )
+    indexer = Indexer(store, chunk=fake_chunker, flush_chunks=1)
     results: list[object] = []
     for start in range(0, len(events), size):
-        results.extend(batch.handle_batch(events[start : start + size]))
+        results.extend(indexer.apply(events[start : start + size], write_behind=behind).results)
     return store, results
 
 
@@ -127,15 +125,12 @@ class _FlakyStore(InMemoryStore):
 def test_a_failed_slice_fails_the_batch_after_every_slice_is_done() -> None:
     """No write is left in flight when the batch is retried, and the retry converges."""
     store = _FlakyStore()
-    batch = BatchProcessor(
-        EventProcessor(store, chunk=fake_chunker), write_behind=None, flush_chunks=1
-    )
+    indexer = Indexer(store, chunk=fake_chunker, flush_chunks=1)
     events = [make(doc, 1, "ok") for doc in "abc"]
     with ThreadPoolExecutor(max_workers=1) as executor:
-        batch.write_behind = executor
         with pytest.raises(TransientStoreError):
-            batch.handle_batch(events)
+            indexer.apply(events, write_behind=executor)
         assert store.calls == 3  # the third slice was still written
         assert list(store.iter_states()) == []  # no state before every chunk is written
-        assert batch.handle_batch(events) == [Outcome.INDEXED] * 3
+        assert indexer.apply(events, write_behind=executor).results == (Outcome.INDEXED,) * 3
     assert snapshot(store) == snapshot(one_by_one(events))

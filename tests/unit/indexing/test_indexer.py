@@ -1,4 +1,4 @@
-"""The seven steps on the in-memory store, with a stand-in chunker."""
+"""The seven steps on the in-memory store, with a stand-in chunker, one event at a time."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from datetime import UTC, datetime
 import pytest
 from support.chunks import fake_chunker
 
-from consumers.errors import PoisonEvent
-from consumers.processor import EventProcessor, Outcome, parse_event
 from events.model import Action, ChangeEvent, EventMetadata
+from indexing.core import Indexer
+from indexing.errors import PoisonEvent
+from indexing.model import Outcome
 from store.base import MAX_KEYWORD_BYTES
 from store.memory import InMemoryStore
 
@@ -35,17 +36,17 @@ def store() -> InMemoryStore:
 
 
 @pytest.fixture
-def proc(store: InMemoryStore) -> EventProcessor:
-    return EventProcessor(store, chunk=fake_chunker)
+def proc(store: InMemoryStore) -> Indexer:
+    return Indexer(store, chunk=fake_chunker)
 
 
 def chunk_ids(store: InMemoryStore) -> list[str]:
     return sorted(store.chunks)
 
 
-def test_a_new_version_replaces_the_old_chunks(store: InMemoryStore, proc: EventProcessor) -> None:
-    assert proc.handle(upsert("refund", 1, "alpha one\n\nbeta two")) is Outcome.INDEXED
-    assert proc.handle(upsert("refund", 2, "alpha changed\n\ngamma new")) is Outcome.INDEXED
+def test_a_new_version_replaces_the_old_chunks(store: InMemoryStore, proc: Indexer) -> None:
+    assert proc.apply_one(upsert("refund", 1, "alpha one\n\nbeta two")) is Outcome.INDEXED
+    assert proc.apply_one(upsert("refund", 2, "alpha changed\n\ngamma new")) is Outcome.INDEXED
     assert chunk_ids(store) == ["refund@v2#alpha", "refund@v2#gamma"]
     state = store.get_state("refund")
     assert state is not None and state.version == 2
@@ -53,22 +54,22 @@ def test_a_new_version_replaces_the_old_chunks(store: InMemoryStore, proc: Event
     assert state.superseded_chunk_ids == ("refund@v1#alpha", "refund@v1#beta")
 
 
-def test_older_and_equal_versions_are_skipped(store: InMemoryStore, proc: EventProcessor) -> None:
-    proc.handle(upsert("d", 3, "alpha three"))
-    assert proc.handle(upsert("d", 2, "alpha two")) is Outcome.SKIPPED_STALE
-    assert proc.handle(upsert("d", 3, "alpha three")) is Outcome.SKIPPED_DUPLICATE
+def test_older_and_equal_versions_are_skipped(store: InMemoryStore, proc: Indexer) -> None:
+    proc.apply_one(upsert("d", 3, "alpha three"))
+    assert proc.apply_one(upsert("d", 2, "alpha two")) is Outcome.SKIPPED_STALE
+    assert proc.apply_one(upsert("d", 3, "alpha three")) is Outcome.SKIPPED_DUPLICATE
     assert chunk_ids(store) == ["d@v3#alpha"]
 
 
 def test_a_delete_leaves_a_tombstone_that_a_late_upsert_cannot_pass(
-    store: InMemoryStore, proc: EventProcessor
+    store: InMemoryStore, proc: Indexer
 ) -> None:
-    proc.handle(upsert("d", 1, "alpha"))
-    assert proc.handle(delete("d", 2)) is Outcome.DELETED
+    proc.apply_one(upsert("d", 1, "alpha"))
+    assert proc.apply_one(delete("d", 2)) is Outcome.DELETED
     assert chunk_ids(store) == []
-    assert proc.handle(upsert("d", 1, "alpha")) is Outcome.SKIPPED_STALE
+    assert proc.apply_one(upsert("d", 1, "alpha")) is Outcome.SKIPPED_STALE
     assert chunk_ids(store) == []
-    assert proc.handle(upsert("d", 3, "back again")) is Outcome.INDEXED
+    assert proc.apply_one(upsert("d", 3, "back again")) is Outcome.INDEXED
     assert chunk_ids(store) == ["d@v3#back"]
 
 
@@ -77,11 +78,11 @@ def test_redelivery_finishes_an_interrupted_delete_step(store: InMemoryStore) ->
         if step == "after-state-write":
             raise KeyboardInterrupt  # stands for a crash between state write and delete step
 
-    EventProcessor(store, chunk=fake_chunker).handle(upsert("d", 1, "alpha"))
+    Indexer(store, chunk=fake_chunker).apply_one(upsert("d", 1, "alpha"))
     with pytest.raises(KeyboardInterrupt):
-        EventProcessor(store, chunk=fake_chunker, checkpoint=crash).handle(upsert("d", 2, "beta"))
+        Indexer(store, chunk=fake_chunker, checkpoint=crash).apply_one(upsert("d", 2, "beta"))
     assert chunk_ids(store) == ["d@v1#alpha", "d@v2#beta"]
-    outcome = EventProcessor(store, chunk=fake_chunker).handle(upsert("d", 2, "beta"))
+    outcome = Indexer(store, chunk=fake_chunker).apply_one(upsert("d", 2, "beta"))
     assert outcome is Outcome.SKIPPED_DUPLICATE
     assert chunk_ids(store) == ["d@v2#beta"]
 
@@ -94,49 +95,31 @@ def test_losing_a_race_to_a_newer_version_removes_what_was_written(store: InMemo
             written = super().write_chunks(chunks)
             if not self.raced:  # another worker indexes v5 while this one writes v4
                 self.raced = True
-                EventProcessor(self, chunk=fake_chunker).handle(upsert("d", 5, "newer"))
+                Indexer(self, chunk=fake_chunker).apply_one(upsert("d", 5, "newer"))
             return written
 
     racing = Racing()
-    outcome = EventProcessor(racing, chunk=fake_chunker).handle(upsert("d", 4, "older"))
+    outcome = Indexer(racing, chunk=fake_chunker).apply_one(upsert("d", 4, "older"))
     assert outcome is Outcome.SKIPPED_STALE
     assert sorted(racing.chunks) == ["d@v5#newer"]
 
 
 def test_unchanged_content_at_a_new_version_is_counted_and_rewritten(store: InMemoryStore) -> None:
     seen: list[int] = []
-    proc = EventProcessor(store, chunk=fake_chunker, on_unchanged=lambda: seen.append(1))
-    proc.handle(upsert("d", 1, "alpha"))
-    proc.handle(upsert("d", 2, "alpha"))
-    proc.handle(upsert("d", 3, "alpha", title="now with a title"))
+    proc = Indexer(store, chunk=fake_chunker, on_unchanged=lambda: seen.append(1))
+    proc.apply_one(upsert("d", 1, "alpha"))
+    proc.apply_one(upsert("d", 2, "alpha"))
+    proc.apply_one(upsert("d", 3, "alpha", title="now with a title"))
     assert seen == [1]
     assert chunk_ids(store) == ["d@v3#alpha"]
 
 
-@pytest.mark.parametrize(
-    ("raw", "reason"),
-    [
-        (b"not json {", "not_json"),
-        (None, "not_json"),
-        (b'{"event_id": "x"}', "schema"),
-        (b'{"event_id":"x","document_id":"a#b","action":"delete","version":1,'
-         b'"changed_at":"2024-01-01T00:00:00Z"}', "schema"),
-        (b'{"event_id":"x","document_id":"a","action":"upsert","version":1,'
-         b'"changed_at":"2024-01-01T00:00:00Z"}', "schema"),
-    ],
-)
-def test_bad_bytes_are_poison_with_a_reason(raw: bytes | None, reason: str) -> None:
-    with pytest.raises(PoisonEvent) as caught:
-        parse_event(raw)
-    assert caught.value.reason == reason
-
-
 def test_a_chunker_error_is_poison_and_changes_nothing(
-    store: InMemoryStore, proc: EventProcessor
+    store: InMemoryStore, proc: Indexer
 ) -> None:
-    proc.handle(upsert("d", 1, "alpha"))
+    proc.apply_one(upsert("d", 1, "alpha"))
     with pytest.raises(PoisonEvent) as caught:
-        proc.handle(upsert("d", 2, "beta\n\nBOOM"))
+        proc.apply_one(upsert("d", 2, "beta\n\nBOOM"))
     assert caught.value.reason == "chunker"
     assert chunk_ids(store) == ["d@v1#alpha"]
     state = store.get_state("d")
@@ -144,11 +127,34 @@ def test_a_chunker_error_is_poison_and_changes_nothing(
 
 
 def test_a_document_the_store_rejects_is_poison_and_changes_nothing(
-    store: InMemoryStore, proc: EventProcessor
+    store: InMemoryStore, proc: Indexer
 ) -> None:
-    proc.handle(upsert("d", 1, "alpha"))
+    proc.apply_one(upsert("d", 1, "alpha"))
     huge = "L" * (MAX_KEYWORD_BYTES + 10)
     with pytest.raises(PoisonEvent) as caught:
-        proc.handle(upsert("d", 2, "alpha\n\nbeta", access_labels=[huge]))
+        proc.apply_one(upsert("d", 2, "alpha\n\nbeta", access_labels=[huge]))
     assert caught.value.reason == "rejected"
     assert chunk_ids(store) == ["d@v1#alpha"]
+
+
+def test_an_apply_reports_its_own_chunk_counts(store: InMemoryStore, proc: Indexer) -> None:
+    first = proc.apply([upsert("d", 1, "alpha\n\nbeta"), upsert("e", 1, "gamma")])
+    assert (first.chunks_written, first.chunks_deleted) == (3, 0)
+    second = proc.apply([upsert("d", 2, "alpha again"), delete("e", 2)])
+    assert second.results == (Outcome.INDEXED, Outcome.DELETED)
+    assert (second.chunks_written, second.chunks_deleted) == (1, 3)
+
+
+def test_the_checkpoints_come_once_per_apply_in_the_order_of_the_steps(
+    store: InMemoryStore,
+) -> None:
+    """The crash tests count them: the n-th checkpoint is the n-th polled batch."""
+    reached: list[str] = []
+    proc = Indexer(store, chunk=fake_chunker, checkpoint=reached.append)
+    proc.apply([upsert("d", 1, "alpha"), upsert("e", 1, "beta"), delete("f", 1)])
+    assert reached == ["after-chunk-write", "after-state-write", "after-delete-step"]
+
+
+def test_a_flush_size_below_one_is_refused_naming_it(store: InMemoryStore) -> None:
+    with pytest.raises(ValueError, match="flush_chunks must be at least 1, got 0"):
+        Indexer(store, flush_chunks=0)

@@ -58,7 +58,7 @@ def prometheus_url(services: Config) -> str:
 @pytest.fixture(scope="session")
 def prometheus_targets_dir(services: Config, prometheus_url: str) -> Path:
     """Drop a file_sd JSON file here and the local Prometheus scrapes its targets."""
-    return services.state_dir / "prometheus" / "targets"
+    return Path(services.state_dir) / "prometheus" / "targets"
 
 
 @pytest.fixture

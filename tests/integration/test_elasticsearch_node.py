@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from elasticsearch import Elasticsearch, __versionstr__, helpers
+from elasticsearch import Elasticsearch, helpers
+from elasticsearch._version import __versionstr__
 
 pytestmark = pytest.mark.services
 

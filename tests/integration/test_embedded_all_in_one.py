@@ -39,11 +39,11 @@ SECRET = "whsec_all_in_one_test_000001"
 FOLLOW_S = 2.0  # the bound for the index to follow a change
 
 
-def metric_families(port: int) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+def metric_families(port: int) -> dict[str, dict[tuple[str | tuple[str, str], ...], float]]:
     text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
     return {
         family.name: {
-            (s.name, *sorted(s.labels.items())): s.value for s in family.samples  # type: ignore[misc]
+            (s.name, *sorted(s.labels.items())): s.value for s in family.samples
         }
         for family in text_string_to_metric_families(text)
     }

@@ -113,7 +113,7 @@ def _event(doc: str, version: int, content: str | None, **meta: object) -> Chang
         action=Action.UPSERT if content is not None else Action.DELETE, version=version,
         changed_at=datetime(2024, 2, version, tzinfo=UTC),
         content_type="text/markdown" if content is not None else None, content=content,
-        metadata=EventMetadata(**meta),  # type: ignore[arg-type]
+        metadata=EventMetadata(**meta),
     )
 
 

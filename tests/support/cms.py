@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
 
 @dataclass
@@ -34,8 +34,11 @@ class FakeCms:
         return {"documents": listed, "next_cursor": str(following) if more else None}
 
 
+CmsT = TypeVar("CmsT", bound=FakeCms)
+
+
 @contextmanager
-def serve_cms(cms: FakeCms) -> Iterator[FakeCms]:
+def serve_cms(cms: CmsT) -> Iterator[CmsT]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: object) -> None:
             return None

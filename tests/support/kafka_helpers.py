@@ -21,6 +21,8 @@ def publish_events(
     producer = make_producer(bootstrap)
     sent = 0
     futures = []
+    key: bytes
+    value: bytes | None
     try:
         for event in events:
             if isinstance(event, ChangeEvent):

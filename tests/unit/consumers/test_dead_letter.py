@@ -42,7 +42,7 @@ def test_a_record_with_neither_key_nor_value_is_dead_lettered_with_an_empty_valu
     producer = Producer()
     letter = DeadLetter(key=None, value=None, reason="invalid_event", error="empty record",
                         topic="changes", partition=0, offset=7)
-    KafkaDeadLetterSink(producer, "dlq").send(letter)  # type: ignore[arg-type]
+    KafkaDeadLetterSink(producer, "dlq").send(letter)
     (sent,) = producer.sent
     assert sent["value"] == b""
     assert dict(sent["headers"])["policy-indexer.source-offset"] == b"7"

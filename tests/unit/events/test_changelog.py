@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ LINES = [
 ]
 
 
-def write(path: Path, lines: list[object]) -> Path:
+def write(path: Path, lines: Sequence[object]) -> Path:
     text = "".join(json.dumps(line) + "\n" for line in lines)
     if path.suffix == ".gz":
         path.write_bytes(gzip.compress(text.encode()))

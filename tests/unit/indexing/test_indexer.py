@@ -19,7 +19,7 @@ def upsert(doc: str, version: int, content: str, **meta: object) -> ChangeEvent:
     return ChangeEvent(
         event_id=f"{doc}-{version}", document_id=doc, action=Action.UPSERT, version=version,
         changed_at=datetime(2024, 1, version, tzinfo=UTC), content_type="text/markdown",
-        content=content, metadata=EventMetadata(**meta),  # type: ignore[arg-type]
+        content=content, metadata=EventMetadata(**meta),
     )
 
 

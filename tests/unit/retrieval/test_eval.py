@@ -38,7 +38,7 @@ def ok(passages: list[Passage]) -> SearchResponse:
 
 
 def refused(status: str = "no_document") -> SearchResponse:
-    return SearchResponse(status=status, message="", as_of=AS_OF,  # type: ignore[arg-type]
+    return SearchResponse(status=status, message="", as_of=AS_OF,
                           threshold=0.5)
 
 

@@ -108,6 +108,6 @@ def test_config_checks_what_each_kind_needs() -> None:
     with pytest.raises(ValueError, match="needs source_path"):
         SourceConfig(kind="changelog")
     with pytest.raises(ValueError, match="'Name: value'"):
-        SourceConfig(kind="cms", url="http://x", auth_header="no-colon")  # type: ignore[arg-type]
+        SourceConfig(kind="cms", url="http://x", auth_header="no-colon")
     assert parse_header("X-Api-Key:  k ") == {"X-Api-Key": "k"}
-    assert open_source(SourceConfig(kind="folder", path="/tmp")).name == "folder"  # type: ignore[arg-type]
+    assert open_source(SourceConfig(kind="folder", path="/tmp")).name == "folder"

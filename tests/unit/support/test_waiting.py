@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 
 import pytest
 from support.waiting import wait_until
@@ -29,7 +30,8 @@ def test_at_the_deadline_it_fails_naming_what_it_waited_for_and_the_last_value()
 
 
 def test_retried_exceptions_mean_not_yet_and_are_reported_when_time_is_up() -> None:
-    attempts = iter([ConnectionError("refused"), ConnectionError("refused"), "up"])
+    attempts: Iterator[ConnectionError | str] = iter(
+        [ConnectionError("refused"), ConnectionError("refused"), "up"])
 
     def probe() -> str:
         got = next(attempts)

@@ -12,7 +12,7 @@ from transport.kafka_producer import KafkaEventPublisher, KafkaPublisherConfig
 from transport.publisher import PublishUnavailable
 
 EVENT = ChangeEvent(event_id="e1", document_id="d1", action="delete", version=2,
-                    changed_at="2026-11-29T18:04:05Z")  # type: ignore[arg-type]
+                    changed_at="2026-11-29T18:04:05Z")
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import httpx
+import httpx2
 import pytest
 from prometheus_client import CollectorRegistry
 from starlette.testclient import TestClient
@@ -46,7 +47,7 @@ def client(publisher: MemoryPublisher, registry: CollectorRegistry) -> Iterator[
         yield client
 
 
-def post(client: TestClient, body: bytes, headers: dict[str, str]) -> httpx.Response:
+def post(client: TestClient, body: bytes, headers: dict[str, str]) -> httpx2.Response:
     return client.post("/webhooks/cms", content=body, headers=headers)
 
 

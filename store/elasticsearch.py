@@ -26,6 +26,7 @@ from store.es_requests import (
     search_all,
     translate,
 )
+from store.es_search_fields import search_fields
 from store.model import ChunkRef, DocumentState
 
 
@@ -56,8 +57,10 @@ class ElasticsearchStore:
         bulk_max_actions: int = 500,
         bulk_max_bytes: int = 5 * 1024 * 1024,
         scan_page_size: int = PAGE,
+        vector_dims: int = es_mappings.DEFAULT_VECTOR_DIMS,
     ) -> None:
         self.client = client
+        self.chunk_properties = es_mappings.chunk_properties(vector_dims)
         self.names = IndexNames(prefix)
         self.bulk_max_actions = bulk_max_actions
         self.bulk_max_bytes = bulk_max_bytes
@@ -80,7 +83,7 @@ class ElasticsearchStore:
     # -- set-up ------------------------------------------------------------
     def ensure_ready(self) -> None:
         for alias, props in (
-            (self.names.chunks, es_mappings.CHUNK_PROPERTIES),
+            (self.names.chunks, self.chunk_properties),
             (self.names.states, es_mappings.STATE_PROPERTIES),
         ):
             body = es_mappings.template_body(f"{alias}-*", props)
@@ -91,6 +94,11 @@ class ElasticsearchStore:
                 **body,
             )
             if translate(f"check alias {alias!r}", self.client.indices.exists_alias, name=alias):
+                # an index made by an older version gains the fields added since (additive)
+                translate(
+                    f"update mapping of {alias!r}", self.client.indices.put_mapping,
+                    index=alias, properties=props,
+                )
                 continue
             try:
                 translate(
@@ -207,8 +215,9 @@ class ElasticsearchStore:
         for chunk in chunks:
             action = json.dumps({"index": {"_index": self.names.chunks, "_id": chunk.chunk_id}})
             # pydantic's own JSON encoder (twice as fast as dump + json.dumps),
-            # with the store's field appended to the object.
-            source = chunk.model_dump_json()[:-1] + f',"indexed_at":"{indexed_at}"}}'
+            # with the store's fields appended to the object.
+            source = chunk.model_dump_json()[:-1] + f',"indexed_at":"{indexed_at}",'
+            source += json.dumps(search_fields(chunk))[1:]
             body = f"{action}\n{source}\n".encode()
             lines.append((chunk.chunk_id, body))
         refused = bulk(

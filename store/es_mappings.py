@@ -51,13 +51,36 @@ CHUNK_PROPERTIES: dict[str, Any] = {
             "access_labels": KEYWORD,
             "keywords": KEYWORD,
             "source_path": KEYWORD,
+            "language": KEYWORD,
+            # Returned on the passage, never searched: any JSON, so not mapped.
+            "attributes": {"type": "object", "enabled": False},
         },
     },
     "content_type": KEYWORD,
     "changed_at": DATE,
     # Set by the store, not the chunker: when this chunk was written.
     "indexed_at": DATE,
+    # The search side (store.es_search): analysed terms (analysis/, so a whitespace
+    # analyzer: the same terms as SQLite), the label count terms_set needs, the scope rule.
+    "terms": {"type": "text", "analyzer": "whitespace", "similarity": "BM25"},
+    "access_label_count": {"type": "integer"},
+    "scope_everyone": {"type": "boolean"},
+    "embedding_model": KEYWORD,
 }
+
+DEFAULT_VECTOR_DIMS = 384
+
+
+def chunk_properties(vector_dims: int = DEFAULT_VECTOR_DIMS) -> dict[str, Any]:
+    """The chunk mapping with its ``dense_vector`` (cosine, HNSW) of ``vector_dims``."""
+    if not isinstance(vector_dims, int) or not 1 <= vector_dims <= 4096:
+        raise ValueError(f"vector_dims={vector_dims!r}: must be an integer from 1 to 4096")
+    return {
+        **CHUNK_PROPERTIES,
+        "embedding": {
+            "type": "dense_vector", "dims": vector_dims, "index": True, "similarity": "cosine",
+        },
+    }
 
 STATE_PROPERTIES: dict[str, Any] = {
     "document_id": KEYWORD,

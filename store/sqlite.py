@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from chunker.model import Chunk
-from store.base import MAX_KEYWORD_BYTES
+from store.base import MAX_KEYWORD_BYTES, keyword_too_long
 from store.errors import RejectedDocumentError, StoreError, StoreSetupError, TransientStoreError
-from store.memory import keyword_too_long
 from store.model import ChunkRef, DocumentState
 from store.search import SearchHit, SearchQueryError, fts5_match
+from store.sqlite_rows import search_rows
 from store.sqlite_schema import (
     GET_STATE,
     LIST_STATES,
@@ -31,6 +31,7 @@ from store.sqlite_schema import (
     SCHEMA,
     SCHEMA_VERSION,
     SEARCH,
+    SEARCH_SCHEMA,
     UPSERT_CHUNK,
 )
 
@@ -103,6 +104,7 @@ class SQLiteStore:
         with self._lock:
             try:
                 self._conn.executescript(SCHEMA)
+                self._conn.executescript(SEARCH_SCHEMA)
                 self._conn.execute(
                     "INSERT OR IGNORE INTO store_meta(key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
@@ -119,6 +121,22 @@ class SQLiteStore:
                 f"{str(self.path)!r} has schema_version={row and row[0]!r}; "
                 f"this program knows up to {SCHEMA_VERSION}"
             )
+        if int(row[0]) < SCHEMA_VERSION:
+            self._add_search_rows()
+
+    def _add_search_rows(self) -> None:
+        """A store made before the search side: give each chunk its search rows, once."""
+        rows = self._read(
+            "chunks without search rows",
+            "SELECT c.body FROM chunks AS c WHERE NOT EXISTS "
+            "(SELECT 1 FROM chunk_filters AS f WHERE f.rowid = c.rowid)",
+        )
+        statements = [s for (body,) in rows for s in search_rows(Chunk.model_validate_json(body))]
+        statements.append((
+            "UPDATE store_meta SET value = ? WHERE key = 'schema_version'",
+            (str(SCHEMA_VERSION),),
+        ))
+        self._write("add search rows", statements)
 
     # -- document states ---------------------------------------------------
     def get_state(self, document_id: str) -> DocumentState | None:
@@ -188,22 +206,25 @@ class SQLiteStore:
     def write_chunks(self, chunks: Sequence[Chunk]) -> int:
         indexed_at = datetime.now(UTC).isoformat()
         refused = [c.chunk_id for c in chunks if keyword_too_long(c) is not None]
-        rows = [
-            (UPSERT_CHUNK, (
+        rows: list[tuple[str, Sequence[Any]]] = []
+        for c in chunks:
+            if c.chunk_id in refused:
+                continue
+            rows.append((UPSERT_CHUNK, (
                 c.chunk_id, c.document_id, c.version, indexed_at,
-                json.dumps(c.metadata.access_labels), c.embed_text, c.model_dump_json(),
-            ))
-            for c in chunks
-            if c.chunk_id not in refused
-        ]
+                json.dumps(sorted(set(c.metadata.access_labels))), c.embed_text,
+                c.model_dump_json(),
+            )))
+            rows.extend(search_rows(c))
         if rows:
             self._write("write chunks", rows)
+        written = sum(1 for sql, _ in rows if sql is UPSERT_CHUNK)
         if refused:
             raise RejectedDocumentError(
                 f"keyword longer than {MAX_KEYWORD_BYTES} bytes in chunks {refused[:3]}",
                 item_ids=tuple(refused),
             )
-        return len(rows)
+        return written
 
     def delete_chunks(self, chunk_ids: Iterable[str]) -> int:
         unique = list(dict.fromkeys(chunk_ids))

@@ -8,7 +8,9 @@ the search filters on them inside the SQL (``store.search``).
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+# 2: the search side (chunk_filters, chunk_terms, chunk_vectors); a version-1 file gets
+# its search rows on ensure_ready.
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS store_meta (
@@ -116,4 +118,94 @@ WHERE chunks_fts MATCH :match
   )
 ORDER BY bm25(chunks_fts), c.chunk_id
 LIMIT :limit
+"""
+
+# -- the search side (issue 17): filters, analysed terms and vectors per chunk ----------
+# Written in the chunk's own transaction (``store.sqlite_search.search_rows``); removed
+# with it (foreign keys, and a trigger for the FTS5 table, which has none).
+SEARCH_SCHEMA = """
+CREATE TABLE IF NOT EXISTS chunk_filters (
+    rowid INTEGER PRIMARY KEY REFERENCES chunks(rowid) ON DELETE CASCADE,
+    valid_from TEXT,
+    valid_to TEXT,
+    scope TEXT NOT NULL,
+    everyone INTEGER NOT NULL,
+    language TEXT
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms USING fts5(
+    terms,
+    tokenize='unicode61 remove_diacritics 0'
+);
+CREATE TRIGGER IF NOT EXISTS chunk_terms_delete AFTER DELETE ON chunks BEGIN
+    DELETE FROM chunk_terms WHERE rowid = old.rowid;
+END;
+CREATE TABLE IF NOT EXISTS chunk_vectors (
+    chunk_rowid INTEGER NOT NULL REFERENCES chunks(rowid) ON DELETE CASCADE,
+    model_id TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (chunk_rowid, model_id)
+);
+"""
+
+PUT_FILTERS = """
+INSERT OR REPLACE INTO chunk_filters(rowid, valid_from, valid_to, scope, everyone, language)
+SELECT rowid, ?, ?, ?, ?, ? FROM chunks WHERE chunk_id = ?
+"""
+DROP_TERMS = "DELETE FROM chunk_terms WHERE rowid = (SELECT rowid FROM chunks WHERE chunk_id = ?)"
+PUT_TERMS = "INSERT INTO chunk_terms(rowid, terms) SELECT rowid, ? FROM chunks WHERE chunk_id = ?"
+
+# Every filter of ``store.search_index`` in SQL: current version (the join on the
+# state), date, scope, permission. ``:any_scope`` / ``:no_permission`` switch one off.
+LIVE_JOIN = """
+JOIN document_states AS s
+  ON s.document_id = c.document_id AND s.version = c.version AND s.deleted = 0
+JOIN chunk_filters AS f ON f.rowid = c.rowid
+"""
+FILTERS = """
+(f.valid_from IS NULL OR f.valid_from <= :as_of)
+AND (f.valid_to IS NULL OR f.valid_to >= :as_of)
+AND (:any_scope OR f.everyone OR EXISTS (
+    SELECT 1 FROM json_each(f.scope) AS mine
+    WHERE mine.value IN (SELECT value FROM json_each(:scope))))
+AND (:no_permission OR NOT EXISTS (
+    SELECT 1 FROM json_each(c.access_labels) AS needed
+    WHERE needed.value NOT IN (SELECT value FROM json_each(:caller_labels))))
+"""
+
+KEYWORD_SEARCH = f"""
+SELECT c.body, -bm25(chunk_terms) AS score
+FROM chunk_terms
+JOIN chunks AS c ON c.rowid = chunk_terms.rowid
+{LIVE_JOIN}
+WHERE chunk_terms MATCH :match AND {FILTERS}
+ORDER BY bm25(chunk_terms), c.chunk_id
+LIMIT :limit
+"""  # noqa: S608 - constant SQL, every value is a parameter
+
+VECTOR_CANDIDATES = f"""
+SELECT c.rowid, v.vector
+FROM chunk_vectors AS v
+JOIN chunks AS c ON c.rowid = v.chunk_rowid
+{LIVE_JOIN}
+WHERE v.model_id = :model_id AND {FILTERS}
+"""  # noqa: S608
+
+FILTERED = f"""
+SELECT c.body FROM chunks AS c {LIVE_JOIN}
+WHERE {FILTERS}
+ORDER BY c.chunk_id LIMIT :limit
+"""  # noqa: S608
+
+BY_IDS = f"""
+SELECT c.body FROM chunks AS c {LIVE_JOIN}
+WHERE c.chunk_id IN (SELECT value FROM json_each(:ids)) AND {FILTERS}
+"""  # noqa: S608
+
+MISSING_VECTORS = """
+SELECT c.chunk_id, c.body, c.indexed_at FROM chunks AS c
+JOIN document_states AS s
+  ON s.document_id = c.document_id AND s.version = c.version AND s.deleted = 0
+WHERE NOT EXISTS (
+    SELECT 1 FROM chunk_vectors AS v WHERE v.chunk_rowid = c.rowid AND v.model_id = :model_id)
+ORDER BY c.indexed_at, c.chunk_id
 """

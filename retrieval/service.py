@@ -1,0 +1,225 @@
+"""search_policy: two legs, fused, thresholded, with neighbours and provenance.
+
+::
+
+    question ──analyse (its language, and English when unsure)──▶ keyword leg (BM25)  ─┐
+             ──encoder (query)─────────────────────────────────▶ dense leg (cosine)  ─┼▶ RRF
+    every filter (current version, scope, date, permission) is inside both legs      ─┘
+        ▶ threshold on a confidence ▶ top k ranked ▶ neighbours appended (same filters)
+
+- The dense leg is used when there is an encoder; a chunk whose vector has not
+  arrived yet is still found by the keyword leg (vectors follow writes, so
+  freshness never waits for the encoder).
+- Confidence: with an encoder, the best cosine of the dense leg (a calibrated
+  similarity, unlike a fused rank score); without one, the share of the
+  question's terms that the best ranked passages contain. Below the threshold
+  the answer is ``no_document``; then the legs run once more without the
+  permission filter and, if that would have answered, ``no_access`` (nothing
+  of that second run is returned).
+- When the filters leave no more than k chunks, all of them come back, ranked
+  (those neither leg found last, with score 0).
+- Neighbours: the ``related`` links of each ranked passage (an exception and
+  its rule), then its previous/next chunk, at most ``k`` in all, never counted
+  in k and never one that is already ranked.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+
+from analysis.languages import detect, normalise
+from analysis.terms import query_terms
+from chunker.model import Chunk
+from embeddings.encoder import Encoder
+from retrieval.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
+from retrieval.models import Freshness, Passage, SearchRequest, SearchResponse, Status
+from retrieval.provenance import passage
+from store.search import SearchHit
+from store.search_index import SearchFilters, SearchIndex, Vector, check_labels
+from store.search_terms import chunk_terms
+
+# Measured on the basecamp QA set (bench/bench_retrieval.py, docs/search.md).
+DEFAULT_THRESHOLD = 0.30  # best dense cosine (MiniLM)
+DEFAULT_KEYWORD_THRESHOLD = 0.5  # share of the question's terms in the best passages
+# Below this detector probability the question is also analysed in English.
+SURE_LANGUAGE = 0.95
+CANDIDATES = 50  # hits asked of each leg before fusion
+
+
+def _today() -> date:
+    return datetime.now(UTC).date()
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    chunks: list[Chunk]
+    scores: dict[str, float]
+    confidence: float | None
+
+
+class SearchService:
+    """Implements ``retrieval.searcher.Searcher`` over any ``store.search_index.SearchIndex``."""
+
+    def __init__(
+        self,
+        index: SearchIndex,
+        encoder: Encoder | None,
+        *,
+        threshold: float = DEFAULT_THRESHOLD,
+        keyword_threshold: float = DEFAULT_KEYWORD_THRESHOLD,
+        freshness: Callable[[str], Freshness | None] | None = None,
+        clock: Callable[[], date] = _today,
+        rrf_k: int = DEFAULT_RRF_K,
+        candidates: int = CANDIDATES,
+    ) -> None:
+        self.index = index
+        self.encoder = encoder
+        self.threshold = threshold
+        self.keyword_threshold = keyword_threshold
+        self.freshness = freshness
+        self.clock = clock
+        self.rrf_k = rrf_k
+        self.candidates = candidates
+
+    @property
+    def active_threshold(self) -> float:
+        return self.threshold if self.encoder is not None else self.keyword_threshold
+
+    def search(self, request: SearchRequest, caller_labels: frozenset[str]) -> SearchResponse:
+        started = time.perf_counter()
+        labels = check_labels(caller_labels)
+        as_of = request.as_of or self.clock()
+        filters = SearchFilters(as_of, tuple(request.scope), labels)
+        terms = query_terms(request.question, self._languages(request))
+        vector = None
+        if self.encoder is not None:
+            vector = self.encoder.encode([request.question], kind="query")[0]
+        ranked = self._rank(terms, vector, filters, request.k)
+        status: Status = "ok"
+        if not self._answers(ranked):
+            status = "no_document"
+            if self._answers(self._rank(terms, vector, filters.without_permissions(), request.k)):
+                status = "no_access"
+        passages: list[Passage] = []
+        if status == "ok":
+            top = ranked.chunks[: request.k]
+            passages = [
+                passage(c, ranked.scores.get(c.chunk_id, 0.0), freshness=self.freshness)
+                for c in top
+            ]
+            if request.neighbours:
+                passages += self._neighbours(top, filters, limit=request.k)
+        return SearchResponse(
+            status=status,
+            message=_MESSAGES[status],
+            passages=passages,
+            as_of=as_of,
+            threshold=self.active_threshold,
+            best_score=ranked.confidence,
+            took_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
+
+    # -- ranking -----------------------------------------------------------
+    def _languages(self, request: SearchRequest) -> list[str | None]:
+        if request.language:
+            return [normalise(request.language)]
+        code, probability = detect(request.question)
+        if code is None:
+            return ["en"]
+        return [code] if code == "en" or probability >= SURE_LANGUAGE else [code, "en"]
+
+    def _rank(
+        self, terms: list[str], vector: Vector | None, filters: SearchFilters, k: int
+    ) -> _Ranked:
+        keyword, dense = self._legs(terms, vector, filters)
+        by_id = {h.chunk_id: h.chunk for h in (*keyword, *dense)}
+        fused = reciprocal_rank_fusion(
+            [[h.chunk_id for h in keyword], [h.chunk_id for h in dense]], k=self.rrf_k
+        )
+        scores = dict(fused)
+        chunks = [by_id[cid] for cid, _ in fused]
+        if len(chunks) < k:  # do the filters leave no more than k chunks? then all of them
+            pool = self.index.filtered_chunks(filters, k + 1)
+            if len(pool) <= k:
+                chunks += sorted(
+                    (c for c in pool if c.chunk_id not in scores), key=lambda c: c.chunk_id
+                )
+        if not chunks:
+            return _Ranked([], {}, None)
+        if self.encoder is not None:
+            confidence = max((h.score for h in dense), default=0.0)
+        else:
+            confidence = _coverage(terms, chunks[:k])
+        return _Ranked(chunks, scores, confidence)
+
+    def _legs(
+        self, terms: list[str], vector: Vector | None, filters: SearchFilters
+    ) -> tuple[list[SearchHit], list[SearchHit]]:
+        dense_query = None
+        if self.encoder is not None and vector is not None:
+            dense_query = (self.encoder.model_id, vector)
+        both = getattr(self.index, "both_legs", None)
+        if both is not None:  # one round trip for both legs (Elasticsearch's _msearch)
+            legs: tuple[list[SearchHit], list[SearchHit]] = both(
+                terms, dense_query, filters, self.candidates
+            )
+            return legs
+        keyword = self.index.keyword_search(terms, filters, self.candidates) if terms else []
+        dense = (
+            self.index.vector_search(*dense_query, filters, self.candidates)
+            if dense_query is not None else []
+        )
+        return keyword, dense
+
+    def _answers(self, ranked: _Ranked) -> bool:
+        return (
+            bool(ranked.chunks)
+            and ranked.confidence is not None
+            and ranked.confidence >= self.active_threshold
+        )
+
+    def _neighbours(
+        self, top: list[Chunk], filters: SearchFilters, *, limit: int
+    ) -> list[Passage]:
+        ranked_ids = {c.chunk_id for c in top}
+        wanted: dict[str, str] = {}  # neighbour id -> the ranked chunk it belongs to
+        for links in ("related", "adjacent"):
+            for chunk in top:
+                n = chunk.neighbours
+                ids = n.related if links == "related" else [n.previous, n.next]
+                for cid in ids:
+                    if cid and cid not in ranked_ids and cid not in wanted:
+                        wanted[cid] = chunk.chunk_id
+        if not wanted:
+            return []
+        found = {c.chunk_id: c for c in self.index.get_chunks(list(wanted), filters)}
+        return [
+            passage(
+                found[cid], 0.0, via="neighbour_of", neighbour_of=owner,
+                freshness=self.freshness,
+            )
+            for cid, owner in wanted.items()
+            if cid in found
+        ][:limit]
+
+
+def _coverage(terms: list[str], chunks: list[Chunk]) -> float:
+    """The largest share of the question's distinct terms that one passage contains."""
+    wanted = set(terms)
+    if not wanted:
+        return 0.0
+    best = 0.0
+    for chunk in chunks:
+        have = set(chunk_terms(chunk).split())
+        best = max(best, len(wanted & have) / len(wanted))
+    return best
+
+
+_MESSAGES: dict[Status, str] = {
+    "ok": "Passages ranked by relevance; check each one's scope and dates before relying on it.",
+    "no_document": "I have no document on this.",
+    "no_access": "There is no document on this that you can see.",
+}

@@ -1,0 +1,279 @@
+"""Search over ``ElasticsearchStore``: BM25 and kNN in one ``_msearch``, filters inside both.
+
+The minimal distribution has no RRF retriever (and a full one needs a paid
+licence for it), so the two legs come back as two lists and
+``retrieval.service`` fuses them. Scope, date and permission filters are
+``bool`` filters inside the BM25 query and inside ``knn.filter`` (kNN with a
+post-filter would return fewer than k); the permission rule is ``terms_set``
+over the chunk's labels with the per-chunk label count as the minimum.
+
+**Current version only** cannot be a join here. The legs over-fetch
+(``OVERFETCH``) and each hit is checked against its document's state, read in
+real time with one ``mget``; a hit of another version (between a chunk write
+and its state write, or an old version the delete step has yet to remove) is
+dropped. Old versions live for seconds (the delete step runs right after the
+state write), so over-fetching by a margin almost always suffices; when it
+does not, the leg is asked again for more (``_live_hits``). A flag on the
+chunks that the delete step clears was the alternative: it would need the
+writer, the delete step and the reindex to keep one more field right, for a
+case that only lasts until the delete step runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from chunker.model import Chunk
+from store.elasticsearch import ElasticsearchStore
+from store.errors import StoreError, TransientStoreError
+from store.es_requests import bulk, is_transient_status, parse_dt, translate
+from store.es_search_fields import chunk_from_source
+from store.search import SearchHit
+from store.search_index import SearchFilters, Vector, check_limit
+from store.search_terms import text_to_embed
+
+OVERFETCH = 2
+MARGIN = 10
+NUM_CANDIDATES_FACTOR = 4
+_SOURCE = {"excludes": ["terms", "embedding"]}
+
+
+def filter_clauses(filters: SearchFilters) -> list[dict[str, Any]]:
+    """Every filter of ``store.search_index`` as Elasticsearch ``bool`` filters."""
+    day = filters.as_of.isoformat()
+    clauses: list[dict[str, Any]] = [
+        _missing_or("metadata.valid_from", {"range": {"metadata.valid_from": {"lte": day}}}),
+        _missing_or("metadata.valid_to", {"range": {"metadata.valid_to": {"gte": day}}}),
+    ]
+    if filters.scope:
+        clauses.append({"bool": {"should": [
+            {"term": {"scope_everyone": True}},
+            {"terms": {"metadata.scope": list(filters.scope)}},
+        ], "minimum_should_match": 1}})
+    labels = filters.caller_labels
+    if labels is not None:
+        unlabelled = {"bool": {"must_not": {"exists": {"field": "metadata.access_labels"}}}}
+        if not labels:
+            clauses.append(unlabelled)
+        else:
+            clauses.append({"bool": {"should": [
+                unlabelled,
+                {"terms_set": {"metadata.access_labels": {
+                    "terms": sorted(labels),
+                    "minimum_should_match_field": "access_label_count",
+                }}},
+            ], "minimum_should_match": 1}})
+    return clauses
+
+
+def _missing_or(field: str, clause: dict[str, Any]) -> dict[str, Any]:
+    return {"bool": {"should": [
+        {"bool": {"must_not": {"exists": {"field": field}}}}, clause,
+    ], "minimum_should_match": 1}}
+
+
+class ElasticsearchSearchIndex:
+    """Implements ``SearchIndex`` and ``VectorStore`` over an ``ElasticsearchStore``."""
+
+    def __init__(self, store: ElasticsearchStore) -> None:
+        self.store = store
+        self.client = store.client
+        self.index = store.names.chunks
+
+    # -- the two legs in one request --------------------------------------
+    def both_legs(
+        self,
+        terms: Sequence[str],
+        vector: tuple[str, Vector] | None,
+        filters: SearchFilters,
+        limit: int,
+    ) -> tuple[list[SearchHit], list[SearchHit]]:
+        """(keyword hits, vector hits) of one ``_msearch``, each of current versions only."""
+        check_limit(limit)
+        size = limit * OVERFETCH + MARGIN
+        bodies: list[tuple[str, dict[str, Any]]] = []
+        if terms:
+            bodies.append(("keyword", self._keyword_body(terms, filters, size)))
+        if vector is not None:
+            bodies.append(("dense", self._knn_body(vector[0], vector[1], filters, size)))
+        answers = self._msearch([body for _, body in bodies])
+        results = {name: hits for (name, _), hits in zip(bodies, answers, strict=True)}
+        live = self._current(
+            [h for hits in results.values() for h in hits]
+        )
+        keyword = [h for h in results.get("keyword", []) if h.chunk_id in live][:limit]
+        dense = [h for h in results.get("dense", []) if h.chunk_id in live][:limit]
+        # rare: old versions crowded the over-fetch out; ask each short leg for more
+        if terms and len(keyword) < limit <= len(results.get("keyword", [])):
+            keyword = self._live_hits(
+                lambda n: self._keyword_body(terms, filters, n), limit, size * 4
+            )
+        if vector is not None and len(dense) < limit <= len(results.get("dense", [])):
+            dense = self._live_hits(
+                lambda n: self._knn_body(vector[0], vector[1], filters, n), limit, size * 4
+            )
+        return keyword, dense
+
+    def keyword_search(
+        self, terms: Sequence[str], filters: SearchFilters, limit: int
+    ) -> list[SearchHit]:
+        return self.both_legs(terms, None, filters, limit)[0]
+
+    def vector_search(
+        self, model_id: str, vector: Vector, filters: SearchFilters, limit: int
+    ) -> list[SearchHit]:
+        return self.both_legs((), (model_id, vector), filters, limit)[1]
+
+    def filtered_chunks(self, filters: SearchFilters, limit: int) -> list[Chunk]:
+        check_limit(limit)
+        body = {
+            "query": {"bool": {"filter": filter_clauses(filters)}},
+            "sort": [{"chunk_id": "asc"}], "size": limit * OVERFETCH + MARGIN,
+            "_source": _SOURCE, "track_total_hits": False,
+        }
+        (hits,) = self._msearch([body])
+        live = self._current(hits)
+        return [h.chunk for h in hits if h.chunk_id in live][:limit]
+
+    def get_chunks(self, chunk_ids: Sequence[str], filters: SearchFilters) -> list[Chunk]:
+        if not chunk_ids:
+            return []
+        body = {
+            "query": {"bool": {"filter": [
+                {"ids": {"values": list(chunk_ids)}}, *filter_clauses(filters),
+            ]}},
+            "size": len(chunk_ids), "_source": _SOURCE, "track_total_hits": False,
+        }
+        (hits,) = self._msearch([body])
+        live = self._current(hits)
+        return [h.chunk for h in hits if h.chunk_id in live]
+
+    # -- plumbing ----------------------------------------------------------
+    def _keyword_body(
+        self, terms: Sequence[str], filters: SearchFilters, size: int
+    ) -> dict[str, Any]:
+        return {
+            "query": {"bool": {
+                "must": {"match": {"terms": {"query": " ".join(dict.fromkeys(terms))}}},
+                "filter": filter_clauses(filters),
+            }},
+            "size": size, "_source": _SOURCE, "track_total_hits": False,
+        }
+
+    def _knn_body(
+        self, model_id: str, vector: Vector, filters: SearchFilters, size: int
+    ) -> dict[str, Any]:
+        return {
+            "knn": {
+                "field": "embedding",
+                "query_vector": [float(x) for x in vector],
+                "k": size,
+                "num_candidates": min(10000, max(100, size * NUM_CANDIDATES_FACTOR)),
+                "filter": [{"term": {"embedding_model": model_id}}, *filter_clauses(filters)],
+            },
+            "size": size, "_source": _SOURCE, "track_total_hits": False,
+        }
+
+    def _msearch(self, bodies: list[dict[str, Any]]) -> list[list[SearchHit]]:
+        if not bodies:
+            return []
+        searches: list[dict[str, Any]] = []
+        for body in bodies:
+            searches += [{"index": self.index}, body]
+        resp = translate("search chunks", self.client.msearch, searches=searches)
+        results: list[list[SearchHit]] = []
+        for body, answer in zip(bodies, resp["responses"], strict=True):
+            if "error" in answer:
+                status = int(answer.get("status", 500))
+                cls = TransientStoreError if is_transient_status(status) else StoreError
+                raise cls(f"search chunks: {json.dumps(answer['error'])[:300]}")
+            results.append([
+                SearchHit(chunk_from_source(h["_source"]), _knn_cosine(h.get("_score")))
+                if "knn" in body else
+                SearchHit(chunk_from_source(h["_source"]), float(h.get("_score") or 0.0))
+                for h in answer["hits"]["hits"]
+            ])
+        return results
+
+    def _current(self, hits: Sequence[SearchHit]) -> set[str]:
+        """Ids of the hits that belong to their document's current, live version."""
+        documents = sorted({h.chunk.document_id for h in hits})
+        states = self.store.get_states(documents) if documents else {}
+        return {
+            h.chunk_id for h in hits
+            if (s := states.get(h.chunk.document_id)) is not None
+            and not s.deleted and s.version == h.chunk.version
+        }
+
+    def _live_hits(
+        self, body: Callable[[int], dict[str, Any]], limit: int, size: int
+    ) -> list[SearchHit]:
+        (hits,) = self._msearch([body(size)])
+        live = self._current(hits)
+        return [h for h in hits if h.chunk_id in live][:limit]
+
+    # -- VectorStore -------------------------------------------------------
+    def _missing_query(self, model_id: str) -> dict[str, Any]:
+        return {"bool": {"must_not": {"term": {"embedding_model": model_id}}}}
+
+    def chunks_missing_vectors(self, model_id: str, limit: int) -> list[tuple[str, str]]:
+        check_limit(limit)
+        found: list[tuple[str, str]] = []
+        after: list[Any] | None = None
+        while len(found) < limit:
+            kwargs: dict[str, Any] = {
+                "index": self.index, "query": self._missing_query(model_id),
+                "sort": [{"indexed_at": "asc"}, {"chunk_id": "asc"}],
+                "size": limit * OVERFETCH + MARGIN, "source": _SOURCE,
+                "track_total_hits": False,
+            }
+            if after is not None:
+                kwargs["search_after"] = after
+            resp = translate("chunks missing vectors", self.client.search, **kwargs)
+            raw = resp["hits"]["hits"]
+            hits = [SearchHit(chunk_from_source(h["_source"]), 0.0) for h in raw]
+            live = self._current(hits)
+            found += [(h.chunk_id, text_to_embed(h.chunk)) for h in hits if h.chunk_id in live]
+            if len(raw) < kwargs["size"]:
+                break
+            after = raw[-1]["sort"]
+        return found[:limit]
+
+    def put_vectors(self, model_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
+        lines = []
+        for cid, vector in vectors.items():
+            action = json.dumps({"update": {"_index": self.index, "_id": cid}})
+            doc = json.dumps({"doc": {
+                "embedding": [float(x) for x in vector], "embedding_model": model_id,
+            }})
+            lines.append((cid, f"{action}\n{doc}\n".encode()))
+        if not lines:
+            return 0
+        refused = bulk(
+            self.client, lines, "put vectors",
+            max_actions=self.store.bulk_max_actions, max_bytes=self.store.bulk_max_bytes,
+        )
+        gone = [cid for cid, why in refused if "document_missing" in why]
+        bad = [(cid, why) for cid, why in refused if "document_missing" not in why]
+        if bad:
+            raise StoreError(f"Elasticsearch refused vectors: {bad[:3]}")
+        return len(lines) - len(gone)
+
+    def vector_backlog(self, model_id: str) -> tuple[int, datetime | None]:
+        """Chunks without a vector of the model (old versions awaiting their delete too)."""
+        resp = translate(
+            "vector backlog", self.client.search, index=self.index,
+            query=self._missing_query(model_id), size=0, track_total_hits=True,
+            aggs={"oldest": {"min": {"field": "indexed_at"}}},
+        )
+        count = int(resp["hits"]["total"]["value"])
+        oldest = resp["aggregations"]["oldest"].get("value_as_string")
+        return count, parse_dt(oldest) if count else None
+
+
+def _knn_cosine(score: float | None) -> float:
+    """Elasticsearch's cosine ``_score`` is (1 + cosine) / 2; the service wants the cosine."""
+    return 2.0 * float(score) - 1.0 if score is not None else 0.0

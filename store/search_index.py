@@ -1,0 +1,135 @@
+"""The search side of a store: filters inside both legs, and the vectors the dense leg reads.
+
+Implemented beside each store, as a view over it (``store.memory_search``,
+``store.sqlite_search``, ``store.es_search``), so the ``Store`` protocol the
+worker and the delete step use is unchanged. ``retrieval.service`` ranks what
+these return; ``tests/unit/store/test_search_contract.py`` holds them to one
+contract.
+
+Every filter is applied inside the query, never to its results, so a page is
+never short of chunks the caller may see nor padded with ones it may not:
+
+- **current version**: only chunks of a document's indexed state version, not
+  of a deleted document (a version between its chunk write and its state
+  write, or one the delete step has yet to remove, is never found);
+- **scope**: with no request scope, every chunk; otherwise a chunk applies when
+  it is for everyone (``is_for_everyone``) or shares a value with the request;
+- **date**: ``valid_from <= as_of <= valid_to``, a missing end is open;
+- **permission**: a chunk is visible when every label it carries is among the
+  caller's (no labels: everyone). ``caller_labels=None`` switches the filter
+  off: only the service's ``no_access`` check uses that, and it returns no text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from chunker.model import Chunk
+from store.search import SearchHit
+
+# Scope values that mean "for everyone": ``all``, ``everyone``, ``global``, ``*`` and any
+# ``all-<kind>`` (the sample library's ``all-cities``). A document for everyone applies to
+# every order, whatever its city or seller, exactly like a document with no scope.
+EVERYONE_SCOPES = frozenset({"all", "everyone", "global", "*", "any"})
+MAX_CALLER_LABELS = 256
+MAX_LABEL_CHARS = 256
+MAX_SEARCH_LIMIT = 1000
+
+Vector = npt.NDArray[np.float32]
+
+
+class SearchInputError(ValueError):
+    """A caller label, scope or limit the search cannot use (the message names it)."""
+
+
+def is_for_everyone(scope: Iterable[str]) -> bool:
+    """No scope, or a scope value that names everyone (see ``EVERYONE_SCOPES``)."""
+    values = [value.strip().lower() for value in scope]
+    return not values or any(v in EVERYONE_SCOPES or v.startswith("all-") for v in values)
+
+
+def check_labels(labels: Iterable[object]) -> frozenset[str]:
+    """The caller's labels, validated: strings, non-empty, no NUL, bounded in size and count."""
+    checked: set[str] = set()
+    for label in labels:
+        if not isinstance(label, str):
+            raise SearchInputError(f"caller label {label!r} is not a string")
+        if not label or "\x00" in label or len(label) > MAX_LABEL_CHARS:
+            raise SearchInputError(
+                f"caller label {label[:40]!r} is empty, has a NUL or is longer than "
+                f"{MAX_LABEL_CHARS} characters"
+            )
+        checked.add(label)
+    if len(checked) > MAX_CALLER_LABELS:
+        raise SearchInputError(
+            f"caller has {len(checked)} labels; at most {MAX_CALLER_LABELS}"
+        )
+    return frozenset(checked)
+
+
+def check_limit(limit: int) -> int:
+    if not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH_LIMIT:
+        raise SearchInputError(f"limit={limit!r}: must be between 1 and {MAX_SEARCH_LIMIT}")
+    return limit
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    as_of: date
+    scope: tuple[str, ...] = ()
+    caller_labels: frozenset[str] | None = frozenset()
+
+    def without_permissions(self) -> SearchFilters:
+        return SearchFilters(self.as_of, self.scope, None)
+
+    def admits(self, chunk: Chunk) -> bool:
+        """The rule in Python, for the in-memory store and for checking the others."""
+        meta = chunk.metadata
+        if meta.valid_from is not None and meta.valid_from > self.as_of:
+            return False
+        if meta.valid_to is not None and meta.valid_to < self.as_of:
+            return False
+        if self.scope and not is_for_everyone(meta.scope) and not set(meta.scope) & set(
+            self.scope
+        ):
+            return False
+        return self.caller_labels is None or set(meta.access_labels) <= self.caller_labels
+
+
+class SearchIndex(Protocol):
+    """What ``retrieval.service.SearchService`` asks of a store."""
+
+    def keyword_search(
+        self, terms: Sequence[str], filters: SearchFilters, limit: int
+    ) -> list[SearchHit]:
+        """Chunks matching any of the analysed ``terms`` (BM25), best first."""
+
+    def vector_search(
+        self, model_id: str, vector: Vector, filters: SearchFilters, limit: int
+    ) -> list[SearchHit]:
+        """Chunks with a vector of ``model_id``, by cosine similarity (the score), best first."""
+
+    def filtered_chunks(self, filters: SearchFilters, limit: int) -> list[Chunk]:
+        """Up to ``limit`` chunks the filters admit (to tell whether they leave <= k)."""
+
+    def get_chunks(self, chunk_ids: Sequence[str], filters: SearchFilters) -> list[Chunk]:
+        """The chunks of those ids that the filters admit (neighbours), in no set order."""
+
+
+class VectorStore(Protocol):
+    """``embeddings.backfill.VectorIndex``: what the vector backfill asks of a store."""
+
+    def chunks_missing_vectors(self, model_id: str, limit: int) -> list[tuple[str, str]]:
+        """(chunk_id, text to embed) of live chunks with no vector for model_id, oldest first."""
+
+    def put_vectors(self, model_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
+        """Store vectors by chunk id (a chunk deleted meanwhile is skipped); how many stored."""
+
+    def vector_backlog(self, model_id: str) -> tuple[int, datetime | None]:
+        """How many live chunks lack a vector for model_id, and indexed_at of the oldest."""

@@ -1,0 +1,326 @@
+"""One search contract, every store: memory, SQLite and Elasticsearch (``services``).
+
+Filters are exact and inside the search: scope, dates, permission labels
+(property-tested over random label sets), current version only; ``no_access``
+is told apart from ``no_document``; neighbours are appended, never counted;
+every passage carries its provenance; bad input is refused naming the value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+from support.chunks import make_chunk
+
+from chunker.model import Chunk, Neighbours
+from embeddings.encoder import TextKind, Vectors
+from retrieval.models import MAX_QUESTION_CHARS, SearchRequest
+from retrieval.service import SearchService
+from store.elasticsearch import ElasticsearchStore
+from store.es_search import ElasticsearchSearchIndex
+from store.memory import InMemoryStore
+from store.memory_search import InMemorySearchIndex
+from store.model import DocumentState
+from store.search_index import SearchFilters, SearchInputError
+from store.sqlite import SQLiteStore
+from store.sqlite_search import SQLiteSearchIndex
+
+T0 = datetime(2027, 1, 1, tzinfo=UTC)
+DAY = date(2027, 4, 1)
+DIMS = 8
+
+
+@dataclass
+class Index:
+    """A store and its search view, written through the store as the worker does."""
+
+    store: Any
+    search: Any
+
+    def add(self, chunks: Sequence[Chunk], *, version: int | None = None) -> None:
+        self.store.write_chunks(chunks)
+        for doc in dict.fromkeys(c.document_id for c in chunks):
+            mine = [c for c in chunks if c.document_id == doc]
+            v = version or max(c.version for c in mine)
+            self.store.put_state(DocumentState(doc, v, T0, T0, tuple(c.chunk_id for c in mine)))
+        self.store.refresh()
+
+
+@contextlib.contextmanager
+def _memory(_request: pytest.FixtureRequest) -> Iterator[Index]:
+    store = InMemoryStore()
+    yield Index(store, InMemorySearchIndex(store))
+
+
+@contextlib.contextmanager
+def _sqlite(request: pytest.FixtureRequest) -> Iterator[Index]:
+    store = SQLiteStore(request.getfixturevalue("tmp_path") / "index.sqlite3")
+    store.ensure_ready()
+    try:
+        yield Index(store, SQLiteSearchIndex(store))
+    finally:
+        store.close()
+
+
+@contextlib.contextmanager
+def _elasticsearch(request: pytest.FixtureRequest) -> Iterator[Index]:
+    url = request.getfixturevalue("elasticsearch_url")
+    store = ElasticsearchStore.connect(url, f"t{uuid.uuid4().hex[:12]}", )
+    store = ElasticsearchStore(store.client, store.names.prefix, vector_dims=DIMS)
+    store.ensure_ready()
+    try:
+        yield Index(store, ElasticsearchSearchIndex(store))
+    finally:
+        store.delete_everything()
+        store.close()
+
+
+FACTORIES = [
+    pytest.param(_memory, id="memory"),
+    pytest.param(_sqlite, id="sqlite"),
+    pytest.param(_elasticsearch, id="elasticsearch", marks=pytest.mark.services),
+]
+
+
+@pytest.fixture(params=FACTORIES)
+def index(request: pytest.FixtureRequest) -> Iterator[Index]:
+    with request.param(request) as made:
+        yield made
+
+
+def chunk(doc: str, section: str, text: str, version: int = 1, **meta: Any) -> Chunk:
+    neighbours = meta.pop("neighbours", None)
+    extra: dict[str, Any] = {"neighbours": neighbours} if neighbours else {}
+    return make_chunk(
+        doc, version, section, text=text, heading_path=[f"{doc} policy", section],
+        metadata={"title": f"{doc} policy", "language": "en", **meta}, **extra,
+    )
+
+
+def ask(question: str, **kw: Any) -> SearchRequest:
+    return SearchRequest(question=question, as_of=kw.pop("as_of", DAY), **kw)
+
+
+def service(index: Index, **kw: Any) -> SearchService:
+    return SearchService(index.search, kw.pop("encoder", None), clock=lambda: DAY, **kw)
+
+
+def ids(response: Any, via: str = "ranked") -> list[str]:
+    return [p.chunk_id for p in response.passages if p.via == via]
+
+
+# -- dates ---------------------------------------------------------------------
+def test_a_promotion_one_day_past_its_end_is_never_returned(index: Index) -> None:
+    index.add([chunk("spring", "pass", "spring pass discount on monthly rides",
+                     valid_from=date(2027, 3, 1), valid_to=date(2027, 4, 30))])
+    svc = service(index)
+    assert ids(svc.search(ask("spring pass discount", as_of=date(2027, 4, 30)), frozenset()))
+    after = svc.search(ask("spring pass discount", as_of=date(2027, 5, 1)), frozenset())
+    assert after.status == "no_document" and after.passages == []
+    before = svc.search(ask("spring pass discount", as_of=date(2027, 2, 28)), frozenset())
+    assert before.status == "no_document"
+
+
+# -- scope ---------------------------------------------------------------------
+def test_scope_keeps_matching_and_everyone_documents_only(index: Index) -> None:
+    index.add([
+        chunk("lisbon", "tram", "refund for tram zone rides", scope=["lisbon"]),
+        chunk("valencia", "park", "refund for park edge rides", scope=["valencia"]),
+        chunk("base", "rule", "refund for rides everywhere", scope=["all-cities"]),
+        chunk("misc", "rule", "refund for rides anywhere"),
+    ])
+    svc = service(index)
+    found = set(ids(svc.search(ask("refund rides", scope=["valencia"]), frozenset())))
+    assert found == {"valencia@v1#park", "base@v1#rule", "misc@v1#rule"}
+    every = set(ids(svc.search(ask("refund rides"), frozenset())))
+    assert "lisbon@v1#tram" in every and len(every) == 4
+
+
+# -- permissions ---------------------------------------------------------------
+def test_a_chunk_with_a_label_the_caller_lacks_is_never_returned(index: Index) -> None:
+    index.add([
+        chunk("handbook", "goodwill", "goodwill credit for agents", access_labels=["agents"]),
+        chunk("refunds", "goodwill", "goodwill credit for riders", access_labels=["public"]),
+    ])
+    svc = service(index)
+    rider = svc.search(ask("goodwill credit"), frozenset({"public"}))
+    assert ids(rider) == ["refunds@v1#goodwill"]
+    agent = svc.search(ask("goodwill credit"), frozenset({"public", "agents"}))
+    assert set(ids(agent)) == {"refunds@v1#goodwill", "handbook@v1#goodwill"}
+
+
+LABELS = ["a", "b", "c", "d", "e"]
+
+
+def test_permission_filter_is_exact_over_random_label_sets(index: Index) -> None:
+    rng = np.random.default_rng(7)
+    chunks = []
+    for i in range(24):
+        labels = [lab for lab in LABELS if rng.random() < 0.3]
+        chunks.append(chunk(f"d{i:02d}", "s", "shared refund words", access_labels=labels))
+    index.add(chunks)
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.frozensets(st.sampled_from([*LABELS, "z"])))
+    def check(caller: frozenset[str]) -> None:
+        filters = SearchFilters(DAY, (), caller)
+        found = {h.chunk_id for h in index.search.keyword_search(["refund"], filters, 100)}
+        expected = {c.chunk_id for c in chunks if set(c.metadata.access_labels) <= caller}
+        assert found == expected
+        listed = {c.chunk_id for c in index.search.filtered_chunks(filters, 100)}
+        assert listed == expected
+
+    check()
+
+
+def test_no_access_when_only_the_permission_filter_emptied_the_answer(index: Index) -> None:
+    index.add([chunk("handbook", "goodwill", "goodwill credit limits", access_labels=["agents"]),
+               chunk("refunds", "window", "refund window sixty days")])
+    svc = service(index)
+    denied = svc.search(ask("goodwill credit limits"), frozenset({"public"}))
+    assert denied.status == "no_access" and denied.passages == []
+    nothing = svc.search(ask("quokka ferry timetable"), frozenset({"public"}))
+    assert nothing.status == "no_document" and nothing.passages == []
+
+
+# -- current version only ------------------------------------------------------
+def test_only_the_current_version_of_a_live_document_is_found(index: Index) -> None:
+    old = chunk("refunds", "window", "refund window thirty days", version=1)
+    new = chunk("refunds", "window", "refund window sixty days", version=2)
+    index.add([old, new], version=2)
+    index.add([chunk("gone", "window", "refund window for a deleted policy")])
+    index.store.put_state(DocumentState("gone", 2, T0, T0, deleted=True))
+    index.store.refresh()
+    found = ids(service(index).search(ask("refund window days"), frozenset()))
+    assert found == ["refunds@v2#window"]
+
+
+# -- few chunks, neighbours, provenance ----------------------------------------
+def test_when_the_filters_leave_at_most_k_chunks_all_come_back_ranked(index: Index) -> None:
+    index.add([
+        chunk("lisbon", "tram", "tram zone rides are excluded", scope=["lisbon"]),
+        chunk("lisbon", "fees", "parking fees in the old town", scope=["lisbon"]),
+        chunk("valencia", "park", "tram zone rides in the park", scope=["valencia"]),
+    ])
+    found = ids(service(index).search(ask("tram zone rides", scope=["lisbon"], k=3), frozenset()))
+    assert found == ["lisbon@v1#tram", "lisbon@v1#fees"]
+
+
+def test_neighbours_are_appended_after_the_ranked_and_never_counted(index: Index) -> None:
+    rule = chunk("refunds", "window", "refund window sixty days",
+                 neighbours=Neighbours(next="refunds@v1#exceptions",
+                                       related=["refunds@v1#exceptions", "refunds@v1#secret"]))
+    exception = chunk("refunds", "exceptions", "exceptions: promotional credit is final")
+    secret = chunk("refunds", "secret", "internal note", access_labels=["agents"])
+    index.add([rule, exception, secret])
+    response = service(index).search(ask("refund window sixty days", k=1), frozenset())
+    assert ids(response) == ["refunds@v1#window"]
+    neighbours = [p for p in response.passages if p.via == "neighbour_of"]
+    assert [(p.chunk_id, p.neighbour_of) for p in neighbours] == [
+        ("refunds@v1#exceptions", "refunds@v1#window")
+    ]
+    assert response.passages[0].via == "ranked"
+    alone = service(index).search(ask("refund window sixty days", k=1, neighbours=False),
+                                  frozenset())
+    assert [p.chunk_id for p in alone.passages] == ["refunds@v1#window"]
+
+
+def test_every_passage_carries_its_provenance(index: Index) -> None:
+    c = chunk("terms", "fees", "late fees are waived once a year", scope=["lisbon"],
+              valid_from=date(2027, 1, 1), valid_to=date(2027, 12, 31),
+              effective_date=date(2027, 1, 1), access_labels=["public"],
+              source_path="policies/terms.md", attributes={"code": "POL-7"})
+    c = c.model_copy(update={"heading_path": ["Terms", "4.2 Late fees"]})
+    index.add([c])
+    (p,) = service(index).search(ask("late fees waived"), frozenset({"public"})).passages
+    assert (p.document_id, p.title, p.version, p.clause) == ("terms", "terms policy", 1, "4.2")
+    assert p.heading_path == ["Terms", "4.2 Late fees"] and p.scope == ["lisbon"]
+    assert (p.valid_from, p.valid_to, p.effective_date) == (
+        date(2027, 1, 1), date(2027, 12, 31), date(2027, 1, 1))
+    assert p.link == "policies/terms.md#fees" and p.access_labels == ["public"]
+    assert p.changed_at is not None and p.score > 0 and p.text.startswith("late fees")
+    assert p.attributes == {"code": "POL-7"} and p.language == "en"
+
+
+# -- bad input -----------------------------------------------------------------
+@pytest.mark.parametrize("label", [None, "a\x00b", "", "x" * 300])
+def test_a_bad_caller_label_is_refused_naming_it(index: Index, label: Any) -> None:
+    with pytest.raises(SearchInputError, match="caller label"):
+        service(index).search(ask("refund"), frozenset({label}))
+
+
+@pytest.mark.parametrize(
+    ("field", "values"),
+    [("k", {"k": 0}), ("k", {"k": 11}), ("question", {"question": "x" * (MAX_QUESTION_CHARS + 1)}),
+     ("question", {"question": "a\x00b"})],
+)
+def test_bad_requests_name_the_field(field: str, values: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError, match=field):
+        SearchRequest(**{"question": "refund", **values})
+
+
+# -- vectors -------------------------------------------------------------------
+def unit(*values: float) -> list[float]:
+    v = np.zeros(DIMS, dtype=np.float32)
+    v[: len(values)] = values
+    return list(v / np.linalg.norm(v))
+
+
+class LookupEncoder:
+    """An ``Encoder`` for tests: a fixed vector per known text."""
+
+    model_id = "lookup@8"
+    dim = DIMS
+
+    def __init__(self, table: dict[str, list[float]]) -> None:
+        self.table = table
+
+    def encode(self, texts: Sequence[str], *, kind: TextKind = "passage") -> Vectors:
+        return np.asarray([self.table[t] for t in texts], dtype=np.float32)
+
+
+def test_vectors_follow_writes_and_the_dense_leg_finds_a_paraphrase(index: Index) -> None:
+    index.add([chunk("refunds", "window", "refund window sixty days"),
+               chunk("refunds", "damage", "scratches on the frame are charged")])
+    missing = index.search.chunks_missing_vectors("lookup@8", 10)
+    assert sorted(cid for cid, _ in missing) == ["refunds@v1#damage", "refunds@v1#window"]
+    assert all("refunds policy" in text for _, text in missing)
+    assert index.search.vector_backlog("lookup@8")[0] == 2
+    stored = index.search.put_vectors("lookup@8", {
+        "refunds@v1#window": unit(1, 0), "refunds@v1#damage": unit(0, 1),
+        "nobody@v1#x": unit(1, 1),
+    })
+    index.store.refresh()
+    assert stored == 2
+    assert index.search.vector_backlog("lookup@8") == (0, None)
+    assert index.search.chunks_missing_vectors("other@8", 10) != []
+    encoder = LookupEncoder({"my bike got a dent": unit(0.1, 1)})
+    response = service(index, encoder=encoder, threshold=0.5).search(
+        ask("my bike got a dent", neighbours=False), frozenset())
+    assert ids(response)[0] == "refunds@v1#damage"
+    assert response.best_score == pytest.approx(0.995, abs=0.01)
+    index.store.delete_chunks(["refunds@v1#damage"])
+    index.store.refresh()
+    hits = index.search.vector_search("lookup@8", np.asarray(unit(0, 1), dtype=np.float32),
+                                      SearchFilters(DAY), 10)
+    assert [h.chunk_id for h in hits] == ["refunds@v1#window"]
+
+
+def test_below_the_dense_threshold_the_answer_is_no_document(index: Index) -> None:
+    index.add([chunk("refunds", "window", "refund window sixty days")])
+    index.search.put_vectors("lookup@8", {"refunds@v1#window": unit(1, 0)})
+    index.store.refresh()
+    encoder = LookupEncoder({"app store purchase": unit(0, 0, 1)})
+    response = service(index, encoder=encoder, threshold=0.5).search(
+        ask("app store purchase"), frozenset())
+    assert response.status == "no_document" and response.best_score == pytest.approx(0.0, abs=1e-6)

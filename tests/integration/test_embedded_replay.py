@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 from support.index_equality import ExpectedIndex, assert_index_equals
+from support.waiting import wait_until
 from support.workers import CLI
 
 from events.model import ChangeEvent
@@ -116,10 +117,12 @@ def test_every_event_twice_and_out_of_order_gives_the_same_state(
     try:
         embedded.publisher().publish_many(stream)
         worker = WorkerThread(embedded.worker(WorkerMetrics.create(CollectorRegistry()))).start()
-        deadline = time.monotonic() + 120
-        while embedded.queue.pending(embedded.topic) and time.monotonic() < deadline:
+        def pending() -> int:
             assert worker.is_alive(), worker.error
-            time.sleep(0.1)
+            return embedded.queue.pending(embedded.topic)
+
+        wait_until(pending, 120, "the worker to drain the queue", every_s=0.1,
+                   accept=lambda n: n == 0)
         worker.stop()
         assert_index_equals(embedded.store, basecamp_expected)
         assert embedded.queue.dead_letters(embedded.topic) == []

@@ -7,7 +7,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 from support.chunks import fake_chunker
+from support.waiting import wait_until
 
 from consumers.commit_policy import CommitPolicy
 from consumers.local_dead_letters import LocalDeadLetterSink
@@ -61,9 +61,8 @@ def run_until_drained(queue: LocalQueue, store: SQLiteStore) -> CollectorRegistr
     )
     thread = threading.Thread(target=worker.run)
     thread.start()
-    deadline = time.monotonic() + 20
-    while queue.pending(TOPIC) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: queue.pending(TOPIC), 20, "the worker to drain the queue", every_s=0.02,
+               accept=lambda n: n == 0)
     worker.request_stop()
     thread.join(timeout=10)
     assert not thread.is_alive()

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from pathlib import Path
 
 import pytest
+from support.waiting import wait_until
 
 from policy_indexer.embedded import Embedded
 from policy_indexer.folder_watch import start_folder_watcher
@@ -28,9 +28,8 @@ def test_the_configured_folder_is_watched_into_the_embedded_queue(tmp_path: Path
         watcher = start_folder_watcher(s, embedded)
         assert watcher is not None
         assert watcher.folder == tmp_path / "library"
-        deadline = time.monotonic() + 10
-        while embedded.queue.pending(embedded.topic) == 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: embedded.queue.pending(embedded.topic), 10,
+                   "the watcher to queue the folder's document", every_s=0.02)
         watcher.stop()
         assert watcher.error is None
         assert embedded.queue.pending(embedded.topic) == 1

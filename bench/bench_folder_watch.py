@@ -33,8 +33,8 @@ from prometheus_client import CollectorRegistry
 
 from events.model import Action, ChangeEvent
 from metrics.definitions import WorkerMetrics
-from policy_indexer.embedded import Embedded, WorkerThread
 from policy_indexer.logs import configure_logging
+from policy_indexer.runtime.backends import EmbeddedBackends
 from policy_indexer.settings import Settings
 from sources.watch import STATE_FILE, start_watcher_thread
 
@@ -50,7 +50,7 @@ def wait(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
         time.sleep(0.002)
 
 
-def version_of(embedded: Embedded) -> int:
+def version_of(embedded: EmbeddedBackends) -> int:
     state = embedded.store.get_state(DOCUMENT)
     return 0 if state is None else state.version
 
@@ -70,8 +70,8 @@ def run(edits: int, debounce_ms: int) -> None:
         shutil.copytree(EXAMPLES, library)
         settings = Settings(embedded_dir=work / "data", kafka_topic=f"b-{uuid.uuid4().hex[:8]}",
                             commit_every_seconds=0.2)
-        embedded = Embedded.open(settings)
-        worker = WorkerThread(embedded.worker(WorkerMetrics.create(CollectorRegistry()))).start()
+        embedded = EmbeddedBackends.open(settings)
+        worker = embedded.start_worker(WorkerMetrics.create(CollectorRegistry()))
         path = library / "refunds" / "index.md"
         text = path.read_text()
         try:

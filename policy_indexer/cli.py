@@ -1,28 +1,70 @@
 """The ``policy-indexer`` command line.
 
-Each sub-command lives in ``policy_indexer/commands/<name>.py`` and is added
-to the group below; this module only reads settings and sets up logging.
+Each sub-command lives in ``policy_indexer/commands/<name>.py``, listed in
+``policy_indexer.commands.COMMANDS`` and imported only when it runs, so
+``policy-indexer --help`` (and every command) starts without loading the
+others (``bench/bench_cli_startup.py``). This module reads the settings once
+and sets up logging; a bad setting is a one-line error naming the variable.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 import click
 
 from policy_indexer import __version__
-from policy_indexer.commands import REGISTERED
-from policy_indexer.logs import configure_logging
-from policy_indexer.settings import Settings
+from policy_indexer.commands import COMMANDS
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A group whose sub-commands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module = importlib.import_module(entry[0])
+        command: click.Command = getattr(module, cmd_name)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The list from ``COMMANDS``' help lines: nothing is imported to print it."""
+        rows = [(name, help_line) for name, (_module, help_line) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="policy-indexer")
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """Keep a RAG index of a changing policy library correct and current."""
-    settings = Settings()
+    # Imported here: `--help` and `--version` need neither pydantic nor structlog.
+    from pydantic import ValidationError  # noqa: PLC0415
+
+    from policy_indexer.logs import configure_logging  # noqa: PLC0415
+    from policy_indexer.settings import Settings  # noqa: PLC0415
+
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        raise click.ClickException(settings_error(exc)) from exc
     configure_logging(settings.log_level, settings.log_format)
     ctx.obj = settings
 
 
-for _command in REGISTERED:
-    main.add_command(_command)
+def settings_error(exc: Any) -> str:
+    """One line per bad setting, naming the environment variable and the value."""
+    lines = []
+    for error in exc.errors():
+        name = "_".join(str(part) for part in error["loc"]).upper()
+        value = error.get("input")
+        shown = "***" if "SECRET" in name or "KEY" in name or "AUTH" in name else repr(value)
+        message = str(error["msg"]).removeprefix("Value error, ")
+        lines.append(f"POLICY_INDEXER_{name}={shown}: {message}")
+    return "invalid settings:\n  " + "\n  ".join(lines)

@@ -77,12 +77,6 @@ class Settings(BaseSettings):
     sweep_grace_seconds: float = Field(
         600.0, ge=0, description="The sweep leaves younger chunks above a document's state alone."
     )
-    worker_kill_at: str | None = Field(
-        None,
-        description="Test only: 'step:n' makes the worker SIGKILL itself the n-th time it "
-        "reaches step (after-chunk-write, after-state-write, after-delete-step, after-commit).",
-    )
-
     # Webhook receiver (issue 5) ------------------------------------------
     webhook_host: str = "127.0.0.1"
     webhook_port: int = Field(8080, ge=0, le=65535)
@@ -185,9 +179,6 @@ class Settings(BaseSettings):
         "last renewal; renewed every third of it while the job runs.",
     )
     scheduler_metrics_port: int = Field(9466, ge=0, le=65535, description="Scheduler's /metrics.")
-    reindex_kill_at: str | None = Field(
-        None, description="Test only: 'step:n' SIGKILLs a reconcile at the n-th step (see run)."
-    )
 
     @field_validator("reindex_timezone")
     @classmethod

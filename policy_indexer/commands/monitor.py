@@ -1,30 +1,15 @@
-"""``policy-indexer monitor``: the freshness monitor, serving /metrics.
-
-Every ``monitor_interval_seconds`` it lists the configured source and scans the
-index (through the Store protocol), and serves per-document lag, max and p95
-lag, documents behind, leftover versions and the source listing's health on
-``http://<metrics_host>:<monitor_metrics_port>/metrics``. ``--once`` runs one
-cycle, prints a summary and exits 1 when the source or index could not be read.
-"""
+"""``policy-indexer monitor``: the freshness monitor, serving /metrics (or ``--once``)."""
 
 from __future__ import annotations
 
-import signal
-from datetime import UTC, datetime, timedelta
-from types import FrameType
+from datetime import UTC, datetime
 
 import click
-import structlog
-from prometheus_client import CollectorRegistry, start_http_server
 
-from metrics.collector import FreshnessCollector
-from metrics.monitor import FreshnessMonitor
-from policy_indexer import __version__
-from policy_indexer.commands.reindex import open_index
+from metrics.freshness import FreshnessSnapshot
+from policy_indexer.runtime.monitor import MonitorCycleFailed, monitor_once, run_monitor
+from policy_indexer.runtime.sources import SourceNotConfiguredError
 from policy_indexer.settings import Settings
-from policy_indexer.sources import SourceNotConfiguredError, open_configured_source
-
-log = structlog.get_logger(__name__)
 
 
 @click.command()
@@ -37,55 +22,15 @@ log = structlog.get_logger(__name__)
 def monitor(settings: Settings, port: int | None, interval: float | None, once: bool) -> None:
     """Measure how far the index is behind the source, and serve it on /metrics."""
     try:
-        source = open_configured_source(settings)
-    except (SourceNotConfiguredError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    store = open_index(settings)
-    series = settings.monitor_max_document_series
-    freshness = FreshnessMonitor(
-        source, store,
-        max_series=None if series == "all" else series,
-        grace=timedelta(seconds=settings.sweep_grace_seconds),
-    )
-    try:
         if once:
-            _once(freshness)
-            return
-        registry = CollectorRegistry()
-        registry.register(FreshnessCollector(
-            freshness,
-            lag_bound_seconds=settings.freshness_lag_bound_seconds,
-            leftover_bound_seconds=settings.leftover_bound_seconds,
-            version=__version__,
-        ))
-        server, thread = start_http_server(
-            settings.monitor_metrics_port if port is None else port,
-            addr=settings.metrics_host, registry=registry,
-        )
-
-        def on_signal(signum: int, _frame: FrameType | None) -> None:
-            log.info("stop requested", signal=signal.Signals(signum).name)
-            freshness.stop()
-
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
-        log.info("monitor started", source=source.name, metrics_port=server.server_address[1],
-                 interval_s=interval or settings.monitor_interval_seconds)
-        try:
-            freshness.run_forever(interval or settings.monitor_interval_seconds)
-        finally:
-            server.shutdown()
-            server.server_close()
-            thread.join(timeout=5)
-    finally:
-        source.close()
-        store.close()
+            _print(monitor_once(settings))
+        else:
+            run_monitor(settings, port=port, interval_s=interval)
+    except (SourceNotConfiguredError, ValueError, MonitorCycleFailed) as exc:
+        raise click.ClickException(str(exc)) from exc
 
 
-def _once(freshness: FreshnessMonitor) -> None:
-    snapshot = freshness.run_cycle()
-    if snapshot is None:
-        raise click.ClickException(str(freshness.status.last_error))
+def _print(snapshot: FreshnessSnapshot) -> None:
     now = datetime.now(UTC)
     click.echo(f"source documents:  {snapshot.source_documents}")
     click.echo(f"indexed documents: {snapshot.indexed_documents}")

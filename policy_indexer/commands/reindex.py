@@ -8,85 +8,17 @@ then run again with ``--allow-mass-delete``).
 
 from __future__ import annotations
 
-import signal
-from collections.abc import Callable
-from datetime import timedelta
-from types import FrameType
-
 import click
 
-from metrics.definitions import ReindexMetrics
-from policy_indexer.commands.run import kill_hook, open_store
-from policy_indexer.embedded import index_path
+from policy_indexer.runtime.reconcile import reconcile_once
+from policy_indexer.runtime.sources import SourceNotConfiguredError
 from policy_indexer.settings import Settings
-from policy_indexer.sources import SourceNotConfiguredError, open_configured_source
-from reindex.backends_es import ElasticsearchLeaseBackend, ElasticsearchRunLog
-from reindex.backends_sqlite import SchedulerDatabase
 from reindex.errors import LeaseError
-from reindex.jobs import JobRunner
-from reindex.lease import Lease, LeaseBackend
 from reindex.model import Outcome, ReconcileReport
-from reindex.runs import RunLog
-from sources.base import Source
-from store.base import Store
-from store.elasticsearch import ElasticsearchStore
 from store.errors import StoreError
-from store.sqlite import SQLiteStore
 
 EXIT_FAILED = 1
 EXIT_REFUSED = 3
-SCHEDULER_FILE = "scheduler.sqlite3"
-
-
-def open_index(settings: Settings) -> Store:
-    """The pipeline's store: Elasticsearch (kafka) or the embedded SQLite index."""
-    if settings.pipeline == "kafka":
-        return open_store(settings)
-    return SQLiteStore(index_path(settings))
-
-
-def open_runner(
-    settings: Settings,
-    source: Source,
-    store: Store,
-    *,
-    trigger: str,
-    metrics: ReindexMetrics | None = None,
-) -> JobRunner:
-    """The job runner with the run log and lease next to the pipeline's index."""
-    closers: list[Callable[[], None]] = [store.close, source.close]
-    run_log: RunLog
-    backend: LeaseBackend
-    if isinstance(store, ElasticsearchStore):
-        run_log = ElasticsearchRunLog(store.client, settings.index_prefix)
-        backend = ElasticsearchLeaseBackend(store.client, settings.index_prefix)
-    else:
-        database = SchedulerDatabase(settings.embedded_dir / SCHEDULER_FILE)
-        run_log, backend = database, database
-        closers.append(database.close)
-    store.ensure_ready()
-    run_log.ensure_ready()
-    backend.ensure_ready()
-
-    def close() -> None:
-        for closer in closers:
-            closer()
-
-    return JobRunner(
-        source=source,
-        store=store,
-        run_log=run_log,
-        lease=Lease(backend),
-        lease_ttl=timedelta(seconds=settings.scheduler_lease_seconds),
-        metrics=metrics,
-        max_delete_fraction=settings.reindex_max_delete_fraction,
-        batch_size=settings.reindex_batch_size,
-        sweep_grace=timedelta(seconds=settings.sweep_grace_seconds),
-        trigger=trigger,
-        spacing=(timedelta(seconds=settings.reindex_misfire_grace_seconds)
-                 if trigger == "scheduled" else None),
-        on_close=close,
-    )
 
 
 def print_report(report: ReconcileReport, *, allow_flag: str = "--allow-mass-delete") -> None:
@@ -128,37 +60,20 @@ def print_report(report: ReconcileReport, *, allow_flag: str = "--allow-mass-del
 @click.pass_obj
 def reindex(settings: Settings, dry_run: bool, allow_mass_delete: bool) -> None:
     """Reconcile the index with the source: reindex, repair, delete what is gone."""
+
+    def on_signal(name: str) -> None:
+        click.echo(f"{name}: stopping after the current document", err=True)
+
     try:
-        source = open_configured_source(settings)
+        outcome = reconcile_once(settings, dry_run=dry_run, allow_mass_delete=allow_mass_delete,
+                                 on_stop_signal=on_signal)
     except (SourceNotConfiguredError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
-    store = open_index(settings)
-    try:
-        runner = open_runner(settings, source, store, trigger="manual")
     except (StoreError, LeaseError) as exc:
-        store.close()
-        source.close()
-        raise click.ClickException(f"reindex cannot start: {exc}") from exc
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        click.echo(f"{signal.Signals(signum).name}: stopping after the current document", err=True)
-        runner.stop_event.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        report = runner.reconcile(
-            dry_run=dry_run,
-            allow_mass_delete=allow_mass_delete,
-            checkpoint=kill_hook(settings.reindex_kill_at),
-        )
-    except (StoreError, LeaseError) as exc:  # the lease or the run record, not the run
         raise click.ClickException(f"reindex failed: {exc}") from exc
-    finally:
-        runner.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    report = outcome.report
     if report is None:
-        click.echo(f"not run: the reconcile lease is {runner.last_skip}", err=True)
+        click.echo(f"not run: the reconcile lease is {outcome.lease_skip}", err=True)
         raise SystemExit(EXIT_FAILED)
     print_report(report)
     if report.outcome is Outcome.FAILED:

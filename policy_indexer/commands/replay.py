@@ -2,22 +2,19 @@
 
 ``--to kafka`` publishes the log as events; ``--to embedded`` (the default when
 ``settings.pipeline`` is embedded) feeds the embedded mode and returns once its
-index has caught up (``policy_indexer.embedded_replay``).
+index has caught up.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import click
-from tqdm import tqdm
 
-from consumers.transport import ensure_topics, make_producer
-from events.changelog import ChangeLogError, count_lines, read_changelog
-from policy_indexer.commands.run import kill_hook
-from policy_indexer.embedded import Embedded
-from policy_indexer.embedded_replay import ReplayStopped, replay_embedded
+from events.changelog import ChangeLogError
+from policy_indexer.runtime import faults
+from policy_indexer.runtime.backends import EmbeddedBackends
+from policy_indexer.runtime.replay import ReplayStopped, replay_embedded, replay_to_kafka
 from policy_indexer.settings import Settings
 from store.errors import StoreError
 from transport.local_queue import QueueError
@@ -43,42 +40,21 @@ def replay(  # noqa: PLR0917 (one parameter per click option)
             raise click.UsageError("--topic and --rate apply to --to kafka only")
         _replay_embedded(settings, changelog, limit)
         return
-    topic = topic or settings.kafka_topic
-    ensure_topics(settings.kafka_bootstrap_servers, [topic], partitions=settings.kafka_partitions)
-    producer = make_producer(settings.kafka_bootstrap_servers)
-    total = count_lines(changelog) if limit is None else limit
-    sent = 0
-    started = time.monotonic()
     try:
-        with tqdm(total=total, unit="change", desc=f"replay -> {topic}") as bar:
-            for event in read_changelog(changelog):
-                if limit is not None and sent >= limit:
-                    break
-                if rate:
-                    delay = started + sent / rate - time.monotonic()
-                    if delay > 0:
-                        time.sleep(delay)
-                producer.send(topic, key=event.document_id.encode(), value=event.to_json_bytes())
-                sent += 1
-                bar.update(1)
-        producer.flush(timeout=60)
+        done = replay_to_kafka(settings, changelog, topic=topic, rate=rate, limit=limit)
     except ChangeLogError as exc:
-        raise click.ClickException(f"{exc} ({sent} changes were published before it)") from exc
-    finally:
-        producer.close(timeout=10)
-    click.echo(f"published {sent} changes from {changelog} to {topic} ({target})")
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"published {done.published} changes from {changelog} to {done.topic} ({target})")
 
 
 def _replay_embedded(settings: Settings, changelog: Path, limit: int | None) -> None:
     """``--to embedded``: queue, index in this process, return when caught up."""
     try:
-        embedded = Embedded.open(settings)
+        embedded = EmbeddedBackends.open(settings)
     except (StoreError, QueueError) as exc:
         raise click.ClickException(f"cannot open the embedded mode: {exc}") from exc
     try:
-        result = replay_embedded(
-            embedded, changelog, limit=limit, checkpoint=kill_hook(settings.worker_kill_at)
-        )
+        result = replay_embedded(embedded, changelog, limit=limit, checkpoint=faults.checkpoint())
     except (ChangeLogError, ReplayStopped, StoreError, QueueError) as exc:
         raise click.ClickException(str(exc)) from exc
     finally:

@@ -17,13 +17,15 @@ from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
+from support.faulty_cli import FAULT_ENV
+from support.faulty_cli import command as faulty_command
 from support.index_equality import ExpectedIndex, assert_index_equals
 from support.waiting import wait_until
 from support.workers import CLI
 
 from events.model import ChangeEvent
 from metrics.definitions import WorkerMetrics
-from policy_indexer.embedded import Embedded, WorkerThread
+from policy_indexer.runtime.backends import EmbeddedBackends
 from policy_indexer.settings import Settings
 from store.sqlite import SQLiteStore
 from transport.local_queue import LocalQueue
@@ -31,16 +33,18 @@ from transport.local_queue import LocalQueue
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
 
-def replay(data: Path, changelog: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+def replay(data: Path, changelog: Path, *args: str, kill_at: str | None = None,
+           **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("POLICY_INDEXER_")}
     clean.update({
         "POLICY_INDEXER_EMBEDDED_DIR": str(data),
         "POLICY_INDEXER_LOG_LEVEL": "WARNING",
         "POLICY_INDEXER_COMMIT_EVERY_RECORDS": "20",
         **{f"POLICY_INDEXER_{k.upper()}": v for k, v in env.items()},
+        **({FAULT_ENV: kill_at} if kill_at else {}),
     })
-    return subprocess.run([CLI, "replay", str(changelog), *args], env=clean, capture_output=True,
-                          text=True, timeout=300, check=False)
+    return subprocess.run(faulty_command("replay", str(changelog), *args), env=clean,
+                          capture_output=True, text=True, timeout=300, check=False)
 
 
 def assert_embedded_equals(data: Path, expected: ExpectedIndex) -> None:
@@ -73,7 +77,7 @@ def test_sigkill_during_a_replay_then_the_same_command_again_gives_the_same_inde
     tmp_path: Path, corpora_dir: Path, basecamp_expected: ExpectedIndex, kill_at: str
 ) -> None:
     log = corpora_dir / "basecamp-policies.jsonl"
-    killed = replay(tmp_path / "data", log, worker_kill_at=kill_at)
+    killed = replay(tmp_path / "data", log, kill_at=kill_at)
     assert killed.returncode == -9, killed.stderr
     again = replay(tmp_path / "data", log)
     assert again.returncode == 0, again.stderr
@@ -113,12 +117,12 @@ def test_every_event_twice_and_out_of_order_gives_the_same_state(
 ) -> None:
     stream = basecamp_events * 2
     random.Random(8).shuffle(stream)  # one document's changes may arrive out of version order
-    embedded = Embedded.open(Settings(embedded_dir=tmp_path / "data"))
+    embedded = EmbeddedBackends.open(Settings(embedded_dir=tmp_path / "data"))
     try:
         embedded.publisher().publish_many(stream)
-        worker = WorkerThread(embedded.worker(WorkerMetrics.create(CollectorRegistry()))).start()
+        worker = embedded.start_worker(WorkerMetrics.create(CollectorRegistry()))
         def pending() -> int:
-            assert worker.is_alive(), worker.error
+            assert worker.alive(), worker.error
             return embedded.queue.pending(embedded.topic)
 
         wait_until(pending, 120, "the worker to drain the queue", every_s=0.1,

@@ -25,11 +25,11 @@ from store.sqlite import SQLiteStore
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
 START = (
-    "from policy_indexer.embedded_run import run_embedded\n"
+    "from policy_indexer.runtime.embedded import run_embedded\n"
     "from policy_indexer.logs import configure_logging\n"
     "from policy_indexer.settings import Settings\n"
     "configure_logging('WARNING', 'json')\n"
-    "run_embedded(Settings())\n"
+    "run_embedded(Settings(), print)\n"
 )
 
 

@@ -19,7 +19,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from metrics.definitions import WorkerMetrics
-from policy_indexer.embedded import Embedded, WorkerThread
+from policy_indexer.runtime.backends import EmbeddedBackends
+from policy_indexer.runtime.parts import ThreadPart
 from policy_indexer.settings import Settings
 from sources.folder import MarkdownFolderSource
 from sources.watch import STATE_FILE, WatcherThread, start_watcher_thread
@@ -41,8 +42,8 @@ def within(seconds: float, condition: Callable[[], bool]) -> None:
 @dataclass
 class Running:
     library: Path
-    embedded: Embedded
-    worker: WorkerThread
+    embedded: EmbeddedBackends
+    worker: ThreadPart
     watcher: WatcherThread | None = None
 
     @property
@@ -80,8 +81,8 @@ def running(tmp_path: Path) -> Iterator[Running]:
         embedded_dir=tmp_path / "data", kafka_topic=f"folder-{uuid.uuid4().hex[:8]}",
         commit_every_seconds=0.2,
     )
-    embedded = Embedded.open(settings)
-    worker = WorkerThread(embedded.worker(WorkerMetrics.create(CollectorRegistry()))).start()
+    embedded = EmbeddedBackends.open(settings)
+    worker = embedded.start_worker(WorkerMetrics.create(CollectorRegistry()))
     run = Running(library, embedded, worker)
     run.start_watcher()
     try:

@@ -8,9 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.faulty_cli import FAULT_ENV
+from support.faulty_cli import command as faulty_command
 from support.index_equality import assert_index_equals, expected_index
 from support.reindex_library import Library
-from support.workers import CLI
 
 from indexing.core import Indexer
 from store.elasticsearch import ElasticsearchStore
@@ -29,7 +30,7 @@ def store(elasticsearch_url: str, unique: str) -> Iterator[ElasticsearchStore]:
 
 
 def reindex_cli(store: ElasticsearchStore, url: str, source: Path, *args: str,
-                **env: str) -> subprocess.CompletedProcess[str]:
+                kill_at: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {
         "PATH": "/usr/bin:/bin",
         "POLICY_INDEXER_PIPELINE": "kafka",
@@ -39,9 +40,10 @@ def reindex_cli(store: ElasticsearchStore, url: str, source: Path, *args: str,
         "POLICY_INDEXER_SOURCE_PATH": str(source),
         "POLICY_INDEXER_LOG_LEVEL": "WARNING",
         **{f"POLICY_INDEXER_{k.upper()}": v for k, v in env.items()},
+        **({FAULT_ENV: kill_at} if kill_at else {}),
     }
-    return subprocess.run([CLI, "reindex", *args], env=environ, capture_output=True, text=True,
-                          timeout=120, check=False)
+    return subprocess.run(faulty_command("reindex", *args), env=environ, capture_output=True,
+                          text=True, timeout=120, check=False)
 
 
 def indexed_library(tmp_path: Path, store: ElasticsearchStore, documents: int = 40) -> Library:
@@ -141,7 +143,7 @@ def test_a_reconcile_killed_midway_is_finished_by_the_next(
         library.upsert(f"doc-{n:02d}", 2)
     library.write()
     killed = reindex_cli(store, elasticsearch_url, library.path, reindex_batch_size="2",
-                         reindex_kill_at="after-chunk-write:4", scheduler_lease_seconds="1")
+                         kill_at="after-chunk-write:4", scheduler_lease_seconds="1")
     assert killed.returncode == -9, killed.stderr
     store.refresh()
     assert {s.version for s in store.iter_states()} == {1, 2}  # half done

@@ -21,7 +21,8 @@ from support.waiting import wait_until
 from support.workers import CLI, free_port
 
 from metrics.definitions import ReindexMetrics
-from policy_indexer.commands.reindex import open_runner
+from policy_indexer.runtime.backends import KafkaBackends
+from policy_indexer.runtime.jobs import job_runner
 from policy_indexer.settings import Settings
 from reindex.backends_es import ElasticsearchRunLog
 from reindex.jobs import JobRunner
@@ -52,8 +53,14 @@ def replica(settings: Settings, name: str) -> tuple[JobRunner, BackgroundSchedul
                                                     CollectorRegistry]:
     registry = CollectorRegistry()
     store = ElasticsearchStore.connect(settings.elasticsearch_url, settings.index_prefix)
-    runner = open_runner(settings, ChangeLogSource(str(settings.source_path)), store,
-                         trigger="scheduled", metrics=ReindexMetrics.create(registry))
+    source = ChangeLogSource(str(settings.source_path))
+
+    def close() -> None:
+        source.close()
+        store.close()
+
+    runner = job_runner(KafkaBackends(settings, store), source, trigger="scheduled",
+                        metrics=ReindexMetrics.create(registry), on_close=close)
     runner.holder = name
     sched = BackgroundScheduler(timezone=ZONE)
     build_scheduler(runner, cron=settings.reindex_cron, timezone=settings.reindex_timezone,

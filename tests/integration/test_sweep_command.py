@@ -19,7 +19,8 @@ from support.workers import Pipeline
 from events.model import Action, ChangeEvent
 from indexing.core import Indexer
 from metrics.definitions import ReindexMetrics
-from policy_indexer.commands.reindex import open_runner
+from policy_indexer.runtime.backends import KafkaBackends
+from policy_indexer.runtime.jobs import job_runner
 from policy_indexer.settings import Settings
 from sources.changelog import ChangeLogSource
 from store.elasticsearch import ElasticsearchStore
@@ -111,8 +112,14 @@ def test_the_scheduled_sweep_counts_its_leftovers_in_the_process_metrics(
                         source_path=str(source), sweep_grace_seconds=600)
     registry = CollectorRegistry()
     store = ElasticsearchStore.connect(pipeline.elasticsearch, pipeline.unique)
-    runner = open_runner(settings, ChangeLogSource(str(source)), store, trigger="scheduled",
-                         metrics=ReindexMetrics.create(registry))
+    changes = ChangeLogSource(str(source))
+
+    def close() -> None:
+        changes.close()
+        store.close()
+
+    runner = job_runner(KafkaBackends(settings, store), changes, trigger="scheduled",
+                        metrics=ReindexMetrics.create(registry), on_close=close)
 
     def leftovers(reason: str) -> float | None:
         return registry.get_sample_value("policy_indexer_sweep_leftovers_total",

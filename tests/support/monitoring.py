@@ -13,17 +13,18 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from support.faulty_cli import command as faulty_command
 from support.waiting import wait_until
 
 T = TypeVar("T")
-CLI = [str(Path(sys.executable).with_name("policy-indexer"))]
+# Through the test entry point, so a process given TEST_FAULT_KILL_AT arms the crash hook.
+CLI = faulty_command()
 
 
 def free_port() -> int:

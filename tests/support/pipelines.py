@@ -25,7 +25,7 @@ from consumers.worker import KafkaDeadLetterSink, KafkaWorker
 from events.model import ChangeEvent
 from indexing.core import Indexer
 from metrics.definitions import WorkerMetrics
-from policy_indexer.embedded import Embedded, WorkerThread
+from policy_indexer.runtime.backends import EmbeddedBackends
 from policy_indexer.settings import Settings
 from store.base import Store
 from store.elasticsearch import ElasticsearchStore
@@ -46,8 +46,9 @@ class PipelineUnderTest:
 @contextlib.contextmanager
 def embedded_pipeline(request: pytest.FixtureRequest) -> Iterator[PipelineUnderTest]:
     tmp_path: Path = request.getfixturevalue("tmp_path")
-    embedded = Embedded.open(Settings(embedded_dir=tmp_path / "data", commit_every_records=20))
-    worker = WorkerThread(embedded.worker(WorkerMetrics.create(CollectorRegistry()))).start()
+    settings = Settings(embedded_dir=tmp_path / "data", commit_every_records=20)
+    embedded = EmbeddedBackends.open(settings)
+    worker = embedded.start_worker(WorkerMetrics.create(CollectorRegistry()))
     queue, topic = embedded.queue, embedded.topic
 
     def publish(messages: Sequence[Message]) -> None:
@@ -59,7 +60,7 @@ def embedded_pipeline(request: pytest.FixtureRequest) -> Iterator[PipelineUnderT
     def wait_caught_up() -> None:
         deadline = time.monotonic() + 120
         while queue.pending(topic):
-            assert worker.is_alive(), f"the worker died: {worker.error!r}"
+            assert worker.alive(), f"the worker died: {worker.error!r}"
             assert time.monotonic() < deadline, f"{queue.pending(topic)} events still queued"
             time.sleep(0.05)
 

@@ -14,6 +14,9 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from support.faulty_cli import FAULT_ENV
+from support.faulty_cli import command as faulty_command
+
 CLI = str(Path(sys.executable).with_name("policy-indexer"))
 
 
@@ -57,8 +60,12 @@ class Pipeline:
     def group(self) -> str:
         return f"{self.unique}-group"
 
-    def env(self, **overrides: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("POLICY_INDEXER_")}
+    def env(self, kill_at: str | None = None, **overrides: str) -> dict[str, str]:
+        """The processes' environment; ``kill_at`` arms the crash hook (``faulty_cli``)."""
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("POLICY_INDEXER_") and k != FAULT_ENV}
+        if kill_at:
+            env[FAULT_ENV] = kill_at
         env.update({
             "POLICY_INDEXER_PIPELINE": "kafka",
             "POLICY_INDEXER_KAFKA_BOOTSTRAP_SERVERS": self.kafka,
@@ -88,7 +95,7 @@ class Pipeline:
         log_dir.mkdir(parents=True, exist_ok=True)
         log = log_dir / f"worker-{time.monotonic_ns()}.log"
         with log.open("w") as handle:  # the child keeps its own descriptor
-            proc = subprocess.Popen([CLI, "run"], env=self.env(**overrides), stdout=handle,
+            proc = subprocess.Popen(faulty_command("run"), env=self.env(**overrides), stdout=handle,
                                     stderr=subprocess.STDOUT)
         return Worker(proc, log)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from support.waiting import wait_until
 
-from policy_indexer.embedded import Embedded
-from policy_indexer.folder_watch import start_folder_watcher
+from policy_indexer.runtime.backends import EmbeddedBackends
+from policy_indexer.runtime.embedded import start_folder_watcher
 from policy_indexer.settings import Settings
 from sources.errors import SourceUnavailableError
 
@@ -23,7 +23,7 @@ def test_the_configured_folder_is_watched_into_the_embedded_queue(tmp_path: Path
     (tmp_path / "library").mkdir()
     (tmp_path / "library" / "refunds.md").write_text("## Window\n")
     s = settings(tmp_path, source_kind="folder", source_path=str(tmp_path / "library"))
-    embedded = Embedded.open(s)
+    embedded = EmbeddedBackends.open(s)
     try:
         watcher = start_folder_watcher(s, embedded)
         assert watcher is not None
@@ -40,7 +40,7 @@ def test_the_configured_folder_is_watched_into_the_embedded_queue(tmp_path: Path
 
 def test_no_folder_configured_means_no_watcher(tmp_path: Path) -> None:
     s = settings(tmp_path)
-    embedded = Embedded.open(s)
+    embedded = EmbeddedBackends.open(s)
     try:
         assert start_folder_watcher(s, embedded) is None
     finally:
@@ -49,7 +49,7 @@ def test_no_folder_configured_means_no_watcher(tmp_path: Path) -> None:
 
 def test_a_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
     s = settings(tmp_path, source_kind="folder", source_path=str(tmp_path / "nowhere"))
-    embedded = Embedded.open(s)
+    embedded = EmbeddedBackends.open(s)
     try:
         with pytest.raises(SourceUnavailableError, match="nowhere"):
             start_folder_watcher(s, embedded)

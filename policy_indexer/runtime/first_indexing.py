@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import structlog
 
-from policy_indexer.embedded import Embedded
+from policy_indexer.runtime.backends import EmbeddedBackends
 from sources.watch import WatcherThread
 from store.errors import StoreError
 from transport.local_queue import QueueError
@@ -26,7 +26,7 @@ log = structlog.get_logger(__name__)
 class FirstIndexing:
     def __init__(
         self,
-        embedded: Embedded,
+        embedded: EmbeddedBackends,
         watcher: WatcherThread | None,
         echo: Callable[[str], None],
         *,
@@ -38,17 +38,12 @@ class FirstIndexing:
         self._every_s = every_s
         self._stop = threading.Event()
         self.finished = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="first-indexing", daemon=True)
 
-    def start(self) -> FirstIndexing:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
+    def request_stop(self) -> None:
         self._stop.set()
-        self._thread.join(5.0)
 
-    def _run(self) -> None:
+    def run(self) -> None:
+        """Until the first indexing is done (or ``request_stop``); run it in a ``ThreadPart``."""
         started = time.monotonic()
         watcher = self._watcher
         while watcher is not None and watcher.watcher.passes == 0 and watcher.is_alive():

@@ -1,4 +1,4 @@
-"""The configured source, built from settings (the monitor and the reindex share this)."""
+"""The configured source, built from settings (the monitor, status and the reindex share it)."""
 
 from __future__ import annotations
 

@@ -6,9 +6,9 @@ import urllib.request
 
 from prometheus_client import CollectorRegistry
 
-from consumers.health import HealthServer
 from consumers.retry import HealthState
 from metrics.definitions import WorkerMetrics
+from policy_indexer.runtime.http import MetricsServer, worker_health
 
 
 def get(url: str) -> tuple[int, str]:
@@ -24,7 +24,8 @@ def test_healthz_says_when_the_worker_is_retrying_and_metrics_are_served() -> No
     metrics = WorkerMetrics.create(registry)
     metrics.events.labels(outcome="indexed").inc(3)
     health = HealthState()
-    server = HealthServer("127.0.0.1", 0, registry, health).start()
+    server = MetricsServer("127.0.0.1", 0, registry, worker_health(health))
+    server.start()
     base = f"http://127.0.0.1:{server.port}"
     try:
         assert get(f"{base}/healthz") == (200, json.dumps(
@@ -42,12 +43,25 @@ def test_healthz_says_when_the_worker_is_retrying_and_metrics_are_served() -> No
 
 def test_healthz_says_retrying_while_kafka_is_out_of_reach() -> None:
     health = HealthState(kafka_unreachable="Kafka: no heartbeat to the group coordinator for 7 s")
-    server = HealthServer("127.0.0.1", 0, CollectorRegistry(), health).start()
+    server = MetricsServer("127.0.0.1", 0, CollectorRegistry(), worker_health(health))
+    server.start()
     try:
         code, body = get(f"http://127.0.0.1:{server.port}/healthz")
         assert (code, json.loads(body)["status"]) == (503, "retrying")
         assert "no heartbeat" in json.loads(body)["last_error"]
         health.kafka_unreachable = None
         assert get(f"http://127.0.0.1:{server.port}/healthz")[0] == 200
+    finally:
+        server.stop()
+
+
+def test_only_metrics_and_healthz_answer() -> None:
+    server = MetricsServer("127.0.0.1", 0, CollectorRegistry())
+    server.start()
+    try:
+        assert get(f"{server.url}/healthz")[0] == 200
+        assert get(f"{server.url}/metrics?x=1")[0] == 200
+        assert get(f"{server.url}/anything")[0] == 404
+        assert get(f"{server.url}/metricsfoo")[0] == 404
     finally:
         server.stop()

@@ -1,4 +1,8 @@
-"""Replay a change log into the embedded mode and return once the index has caught up.
+"""``policy-indexer replay``: a change log into Kafka, or into the embedded mode.
+
+``replay_to_kafka`` publishes the log as events (with a rate and a limit).
+``replay_embedded`` queues the log and returns once the embedded index has
+caught up:
 
 The changes are queued durably first (in batches, one transaction each), then
 a worker in this process drains the queue; the progress bar counts committed
@@ -21,10 +25,12 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 from tqdm import tqdm
 
-from events.changelog import ChangeLogError, read_changelog
+from events.changelog import ChangeLogError, count_lines, read_changelog
 from events.model import ChangeEvent
 from metrics.definitions import WorkerMetrics
-from policy_indexer.embedded import Embedded, WorkerThread
+from policy_indexer.runtime.backends import EmbeddedBackends
+from policy_indexer.runtime.parts import ThreadPart
+from policy_indexer.settings import Settings
 from transport.local_queue import ConsumerBusy
 
 BATCH = 500
@@ -45,7 +51,7 @@ class ReplayResult:
 
 
 def replay_embedded(
-    embedded: Embedded,
+    embedded: EmbeddedBackends,
     changelog: Path,
     *,
     limit: int | None = None,
@@ -77,7 +83,7 @@ def replay_embedded(
         queued += publisher.publish_many(batch)
         bar.update(len(batch))
     total = embedded.queue.pending(embedded.topic)
-    workers: list[WorkerThread] = []  # the one this process starts, if it may
+    workers: list[ThreadPart] = []  # the one this process starts, if it may
     try:
         processed = _wait_until_drained(embedded, workers, total, progress, checkpoint)
     finally:
@@ -99,19 +105,19 @@ def replay_embedded(
 
 
 def _try_worker(
-    embedded: Embedded, checkpoint: Callable[[str], None]
-) -> WorkerThread | None:
+    embedded: EmbeddedBackends, checkpoint: Callable[[str], None]
+) -> ThreadPart | None:
     """A worker thread on the queue, or None while another process consumes it."""
     try:
-        worker = embedded.worker(WorkerMetrics.create(CollectorRegistry()), checkpoint=checkpoint)
+        return embedded.start_worker(WorkerMetrics.create(CollectorRegistry()),
+                                     checkpoint=checkpoint)
     except ConsumerBusy:
         return None
-    return WorkerThread(worker).start()
 
 
 def _wait_until_drained(
-    embedded: Embedded,
-    workers: list[WorkerThread],
+    embedded: EmbeddedBackends,
+    workers: list[ThreadPart],
     total: int,
     progress: bool,
     checkpoint: Callable[[str], None],
@@ -125,7 +131,7 @@ def _wait_until_drained(
             if left == 0:
                 return total
             for worker in workers:
-                if not worker.is_alive():
+                if not worker.alive():
                     why = repr(worker.error) if worker.error else "it stopped"
                     raise ReplayStopped(f"the worker ended with {left} changes still queued: {why}")
             if not workers and time.monotonic() >= next_try:
@@ -136,4 +142,51 @@ def _wait_until_drained(
                     workers.append(started)
                 next_try = time.monotonic() + 1.0
             time.sleep(0.1)
+
+
+
+@dataclass(frozen=True)
+class KafkaReplay:
+    published: int
+    topic: str
+
+
+def replay_to_kafka(
+    settings: Settings,
+    changelog: Path,
+    *,
+    topic: str | None = None,
+    rate: float | None = None,
+    limit: int | None = None,
+) -> KafkaReplay:
+    """Publish the log's changes in order (keyed by document id), then flush.
+
+    A bad line stops it: ``ChangeLogError`` says how many were published before it.
+    """
+    from consumers.transport import ensure_topics, make_producer  # noqa: PLC0415
+
+    topic = topic or settings.kafka_topic
+    ensure_topics(settings.kafka_bootstrap_servers, [topic], partitions=settings.kafka_partitions)
+    producer = make_producer(settings.kafka_bootstrap_servers)
+    total = count_lines(changelog) if limit is None else limit
+    sent = 0
+    started = time.monotonic()
+    try:
+        with tqdm(total=total, unit="change", desc=f"replay -> {topic}") as bar:
+            for event in read_changelog(changelog):
+                if limit is not None and sent >= limit:
+                    break
+                if rate:
+                    delay = started + sent / rate - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)
+                producer.send(topic, key=event.document_id.encode(), value=event.to_json_bytes())
+                sent += 1
+                bar.update(1)
+        producer.flush(timeout=60)
+    except ChangeLogError as exc:
+        raise ChangeLogError(f"{exc} ({sent} changes were published before it)") from exc
+    finally:
+        producer.close(timeout=10)
+    return KafkaReplay(sent, topic)
 

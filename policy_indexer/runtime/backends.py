@@ -1,0 +1,384 @@
+"""What a mode is made of, opened from settings: one class per mode, chosen once.
+
+``open_backends(settings)`` returns ``EmbeddedBackends`` (the SQLite index, the
+SQLite scheduler file, the local queue) or ``KafkaBackends`` (Elasticsearch for
+the index, the run log and the lease; Kafka for the change topic and its dead
+letters). Everything else asks the bundle, never ``isinstance`` on a store.
+
+The embedded mode keeps three files under ``settings.embedded_dir``:
+``index.sqlite3`` (chunks, document states, FTS5), ``queue.sqlite3`` (the
+durable change queue and its dead letters) and ``scheduler.sqlite3`` (the
+reindex run log and lease). The index is apart from the queue so that
+publishing never waits for a long chunk write, and the index can be deleted and
+rebuilt without losing queued changes. The queue's topic is
+``settings.kafka_topic``, the same name as in Kafka mode.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from consumers.local_dead_letters import LocalDeadLetterSink
+from consumers.queue_worker import QueueWorker
+from consumers.retry import HealthState
+from indexing.core import Indexer
+from metrics.definitions import WorkerMetrics
+from policy_indexer.runtime.parts import ThreadPart
+from policy_indexer.settings import Settings
+from reindex.backends_sqlite import SchedulerDatabase
+from reindex.errors import LeaseError
+from reindex.lease import LeaseBackend
+from reindex.runs import RunLog
+from store.base import Store
+from store.elasticsearch import ElasticsearchStore
+from store.errors import StoreError
+from store.sqlite import SQLiteStore
+from transport.local_clients import LocalQueueConsumer, LocalQueuePublisher
+from transport.local_queue import LocalQueue
+from transport.publisher import EventPublisher
+
+if TYPE_CHECKING:
+    from consumers.worker import KafkaWorker
+
+INDEX_FILE = "index.sqlite3"
+QUEUE_FILE = "queue.sqlite3"
+SCHEDULER_FILE = "scheduler.sqlite3"
+# Room for what the change event adds to a webhook payload (received_at, field names).
+EVENT_OVERHEAD_BYTES = 64 * 1024
+
+
+def index_path(settings: Settings) -> Path:
+    return settings.embedded_dir / INDEX_FILE
+
+
+def queue_path(settings: Settings) -> Path:
+    return settings.embedded_dir / QUEUE_FILE
+
+
+def scheduler_path(settings: Settings) -> Path:
+    return settings.embedded_dir / SCHEDULER_FILE
+
+
+@dataclass(frozen=True)
+class JobBackends:
+    """The reindex run log and lease of a mode, and how to close them."""
+
+    run_log: RunLog
+    lease: LeaseBackend
+    close: Callable[[], None]
+
+
+class Backends(Protocol):
+    """The parts every command needs from a mode; see the two implementations below."""
+
+    settings: Settings
+
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    def where(self) -> str:
+        """Where the index lives, for people (a file, or a URL and an index name)."""
+
+    def job_backends(self) -> JobBackends:
+        """The run log and lease beside the index (opened, ready)."""
+
+    def last_reconcile(self) -> datetime | None:
+        """When the last successful (non-dry) reconcile ended; None if never (or unreadable)."""
+
+    def dead_letters(self) -> int | None:
+        """Dead letters held (None when the transport cannot say in time)."""
+
+    def queued(self) -> int | None:
+        """Changes waiting to be indexed, where the transport knows it cheaply."""
+
+    def close(self) -> None: ...
+
+
+def open_store(settings: Settings) -> Store:
+    """The pipeline's index alone (commands that need nothing else)."""
+    if settings.pipeline == "kafka":
+        return open_elasticsearch(settings)
+    return SQLiteStore(index_path(settings))
+
+
+def open_elasticsearch(settings: Settings) -> ElasticsearchStore:
+    key = settings.elasticsearch_api_key
+    store = ElasticsearchStore.connect(
+        settings.elasticsearch_url,
+        settings.index_prefix,
+        api_key=key.get_secret_value() if key else None,
+        timeout_s=settings.elasticsearch_timeout_seconds,
+    )
+    store.bulk_max_actions = settings.bulk_max_actions
+    store.bulk_max_bytes = settings.bulk_max_bytes
+    return store
+
+
+@dataclass
+class EmbeddedBackends:
+    """SQLite index + local queue + SQLite scheduler file, all under ``embedded_dir``."""
+
+    settings: Settings
+    sqlite: SQLiteStore
+    queue: LocalQueue
+    _closed: bool = field(default=False, init=False)
+
+    @classmethod
+    def open(cls, settings: Settings) -> EmbeddedBackends:
+        """Open (creating them if needed) the index and the queue; StoreError / QueueError."""
+        store = SQLiteStore(index_path(settings))
+        try:
+            store.ensure_ready()
+            queue = LocalQueue(queue_path(settings))
+        except BaseException:
+            store.close()
+            raise
+        return cls(settings, store, queue)
+
+    @property
+    def mode(self) -> str:
+        return "embedded"
+
+    @property
+    def store(self) -> SQLiteStore:
+        return self.sqlite
+
+    @property
+    def topic(self) -> str:
+        return self.settings.kafka_topic
+
+    def where(self) -> str:
+        return str(index_path(self.settings))
+
+    def publisher(self) -> LocalQueuePublisher:
+        return LocalQueuePublisher(self.queue, self.topic)
+
+    def worker(
+        self,
+        metrics: WorkerMetrics,
+        *,
+        health: HealthState | None = None,
+        checkpoint: Callable[[str], None] = lambda _step: None,
+    ) -> QueueWorker:
+        """A worker on the queue; raises ``ConsumerBusy`` if another process consumes it."""
+        s = self.settings
+        consumer = LocalQueueConsumer(self.queue, self.topic, lease_ttl_s=s.embedded_lease_seconds)
+        processor = Indexer(
+            self.sqlite, checkpoint=checkpoint, on_unchanged=metrics.unchanged_content.inc
+        )
+        return QueueWorker(
+            consumer,
+            processor,
+            LocalDeadLetterSink(self.queue, self.topic),
+            metrics=metrics,
+            health=health,
+            retry=s.retry_policy(),
+            commit=s.commit_policy(),
+            max_records=s.commit_every_records,
+            checkpoint=checkpoint,
+        )
+
+    def start_worker(
+        self,
+        metrics: WorkerMetrics,
+        *,
+        health: HealthState | None = None,
+        checkpoint: Callable[[str], None] = lambda _step: None,
+    ) -> ThreadPart:
+        """``worker`` running in a thread part (replay, tests, bench); ``stop()`` it."""
+        worker = self.worker(metrics, health=health, checkpoint=checkpoint)
+        part = ThreadPart("queue worker", worker.run, worker.request_stop, stop_timeout_s=60.0)
+        part.start()
+        return part
+
+    def job_backends(self) -> JobBackends:
+        database = SchedulerDatabase(scheduler_path(self.settings))
+        try:
+            database.ensure_ready()
+        except BaseException:
+            database.close()
+            raise
+        return JobBackends(database, database, database.close)
+
+    def last_reconcile(self) -> datetime | None:
+        if not scheduler_path(self.settings).exists():
+            return None
+        try:
+            jobs = self.job_backends()
+        except (StoreError, LeaseError, sqlite3.Error):
+            return None
+        try:
+            record = jobs.run_log.last_success("reconcile")
+        except (StoreError, sqlite3.Error):
+            return None
+        finally:
+            jobs.close()
+        return record.ended_at if record is not None else None
+
+    def dead_letters(self) -> int | None:
+        return len(self.queue.dead_letters(self.topic))
+
+    def queued(self) -> int | None:
+        return self.queue.pending(self.topic)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.queue.close()
+            self.sqlite.close()
+
+
+@dataclass
+class KafkaBackends:
+    """Elasticsearch (index, run log, lease) + Kafka (change topic, dead letters)."""
+
+    settings: Settings
+    es: ElasticsearchStore
+    _closers: list[Callable[[], None]] = field(default_factory=list, init=False)
+
+    @classmethod
+    def open(cls, settings: Settings) -> KafkaBackends:
+        return cls(settings, open_elasticsearch(settings))
+
+    def ensure_topics(self) -> None:
+        """Create the change and dead-letter topics if missing."""
+        from consumers.transport import ensure_topics  # noqa: PLC0415
+
+        s = self.settings
+        ensure_topics(s.kafka_bootstrap_servers, [s.kafka_topic, s.kafka_dead_letter_topic],
+                      partitions=s.kafka_partitions)
+
+    def worker(
+        self,
+        metrics: WorkerMetrics,
+        *,
+        health: HealthState | None = None,
+        checkpoint: Callable[[str], None] = lambda _step: None,
+    ) -> KafkaWorker:
+        """A worker in the consumer group; its producer (dead letters) closes with ``close``."""
+        from consumers.transport import make_consumer, make_producer  # noqa: PLC0415
+        from consumers.worker import KafkaDeadLetterSink, KafkaWorker  # noqa: PLC0415
+
+        s = self.settings
+        producer = make_producer(s.kafka_bootstrap_servers)
+        self._closers.append(lambda: producer.close(timeout=5))
+        consumer = make_consumer(
+            s.kafka_bootstrap_servers,
+            s.kafka_group_id,
+            max_poll_records=s.commit_every_records,
+            session_timeout_ms=s.kafka_session_timeout_ms,
+            heartbeat_interval_ms=max(500, s.kafka_session_timeout_ms // 5),
+        )
+        processor = Indexer(
+            self.es, checkpoint=checkpoint, on_unchanged=metrics.unchanged_content.inc
+        )
+        return KafkaWorker(
+            consumer,
+            s.kafka_topic,
+            processor,
+            KafkaDeadLetterSink(producer, s.kafka_dead_letter_topic),
+            metrics=metrics,
+            health=health,
+            retry=s.retry_policy(),
+            commit=s.commit_policy(),
+            kafka_away_after_s=s.kafka_session_timeout_ms / 1000,
+            checkpoint=checkpoint,
+        )
+
+    @property
+    def mode(self) -> str:
+        return "kafka"
+
+    @property
+    def store(self) -> ElasticsearchStore:
+        return self.es
+
+    def where(self) -> str:
+        return f"{self.settings.elasticsearch_url} {self.es.names.chunks}"
+
+    def job_backends(self) -> JobBackends:
+        # Imported here: only Kafka mode needs the Elasticsearch run log.
+        from reindex.backends_es import (  # noqa: PLC0415
+            ElasticsearchLeaseBackend,
+            ElasticsearchRunLog,
+        )
+
+        prefix = self.settings.index_prefix
+        run_log = ElasticsearchRunLog(self.es.client, prefix)
+        lease = ElasticsearchLeaseBackend(self.es.client, prefix)
+        run_log.ensure_ready()
+        lease.ensure_ready()
+        return JobBackends(run_log, lease, lambda: None)
+
+    def last_reconcile(self) -> datetime | None:
+        from reindex.backends_es import ElasticsearchRunLog  # noqa: PLC0415
+
+        try:
+            record = ElasticsearchRunLog(self.es.client, self.settings.index_prefix).last_success(
+                "reconcile"
+            )
+        except StoreError:
+            return None  # no run log yet: never reindexed
+        return record.ended_at if record is not None else None
+
+    def publisher(self) -> EventPublisher:
+        return self.publisher_for(self.settings)
+
+    @staticmethod
+    def publisher_for(s: Settings) -> EventPublisher:
+        """The Kafka publisher alone (the webhook process needs no Elasticsearch)."""
+        from transport.kafka_producer import (  # noqa: PLC0415
+            KafkaEventPublisher,
+            KafkaPublisherConfig,
+        )
+
+        return KafkaEventPublisher(KafkaPublisherConfig(
+            bootstrap_servers=s.kafka_bootstrap_servers,
+            topic=s.kafka_topic,
+            timeout_seconds=s.webhook_publish_timeout_seconds,
+            max_message_bytes=s.webhook_max_body_bytes + EVENT_OVERHEAD_BYTES,
+        ))
+
+    def dead_letters(self) -> int | None:
+        """Records in the dead-letter topic (None when Kafka cannot say in time)."""
+        from kafka import KafkaConsumer, TopicPartition  # noqa: PLC0415
+        from kafka.errors import KafkaError  # noqa: PLC0415
+
+        s = self.settings
+        try:
+            consumer = KafkaConsumer(bootstrap_servers=s.kafka_bootstrap_servers.split(","),
+                                     request_timeout_ms=5000)
+        except KafkaError:
+            return None
+        try:
+            topic = s.kafka_dead_letter_topic
+            parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+            ends, starts = consumer.end_offsets(parts), consumer.beginning_offsets(parts)
+            return int(sum(ends[tp] - starts[tp] for tp in parts))
+        except KafkaError:
+            return None
+        finally:
+            consumer.close()
+
+    def queued(self) -> int | None:
+        return None  # the consumer group's lag: see the worker's metrics
+
+    def close(self) -> None:
+        while self._closers:
+            self._closers.pop()()
+        self.es.close()
+
+
+def open_backends(settings: Settings) -> EmbeddedBackends | KafkaBackends:
+    """The backends of ``settings.pipeline``; raises StoreError / QueueError."""
+    if settings.pipeline == "kafka":
+        return KafkaBackends.open(settings)
+    return EmbeddedBackends.open(settings)

@@ -1,0 +1,296 @@
+"""``policy-indexer run`` in the embedded mode: the whole pipeline in one process.
+
+Parts, each a ``Part`` under one ``Supervisor``, all on the SQLite files under
+``embedded_dir``:
+
+- the queue worker (local queue -> chunker -> SQLite index, the delete step);
+- ``/metrics`` (every part's metrics, one registry) and ``/healthz`` on
+  ``metrics_host:metrics_port``;
+- the webhook receiver, when ``POLICY_INDEXER_WEBHOOK_SECRETS`` is set (it
+  refuses unsigned requests, so without a secret it is not started);
+- the folder watcher, when the source is a folder (``POLICY_INDEXER_SOURCE_KIND=folder``,
+  ``POLICY_INDEXER_SOURCE_PATH=DIR``): every change of the folder becomes a
+  change event in the queue, and changes made while stopped are sent at start;
+- the freshness monitor and the scheduler (nightly reconcile, hourly sweep,
+  SQLite lease), when a source is configured (they compare the index with it).
+
+It prints the mode and where everything listens or lives, logs the progress
+of the first full indexing, and runs until SIGTERM or SIGINT. Then the
+supervisor stops the producers first (scheduler, monitor, watcher, webhook),
+then the worker, which commits what it has done. Raises ``RunError`` when a
+part cannot start or dies.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pydantic
+import structlog
+import uvicorn
+from prometheus_client import CollectorRegistry
+
+from consumers.retry import HealthState
+from metrics.definitions import ReindexMetrics, WorkerMetrics
+from policy_indexer import __version__
+from policy_indexer.runtime import faults
+from policy_indexer.runtime.backends import EmbeddedBackends, index_path, queue_path
+from policy_indexer.runtime.first_indexing import FirstIndexing
+from policy_indexer.runtime.http import MetricsServer, worker_health
+from policy_indexer.runtime.jobs import (
+    freshness_monitor,
+    job_runner,
+    register_freshness,
+    scheduler_for,
+)
+from policy_indexer.runtime.parts import (
+    CallbackPart,
+    PartDied,
+    PartError,
+    Supervisor,
+    ThreadPart,
+)
+from policy_indexer.runtime.sources import open_configured_source
+from policy_indexer.runtime.webhook import webhook_app
+from policy_indexer.settings import Settings
+from reindex.errors import LeaseError
+from sources.errors import SourceError
+from sources.watch import STATE_FILE, WatcherThread, start_watcher_thread
+from store.errors import StoreError
+from store.sqlite import SQLiteStore
+from transport.local_queue import ConsumerBusy, QueueError
+from transport.publisher import EventPublisher
+from webhooks.serve import server_config
+
+log = structlog.get_logger(__name__)
+
+WORKER_STOP_TIMEOUT_S = 30.0
+PART_STOP_TIMEOUT_S = 10.0
+NO_SOURCE = ("off (no source: set POLICY_INDEXER_SOURCE_KIND=folder and "
+             "POLICY_INDEXER_SOURCE_PATH=DIR)")
+
+
+class RunError(Exception):
+    """The embedded run could not start, or a part of it died; the message says which."""
+
+
+def run_embedded(settings: Settings, echo: Callable[[str], None]) -> None:
+    """Run until SIGTERM/SIGINT; ``echo`` prints the banner and the first-indexing line."""
+    try:
+        backends = EmbeddedBackends.open(settings)
+    except (StoreError, QueueError) as exc:
+        raise RunError(f"cannot open the embedded mode: {exc}") from exc
+    with Supervisor() as parts:  # stopped in reverse order of start
+        parts.add_stop("embedded files", backends.close)
+        try:
+            lines = _start(settings, backends, parts, echo)
+        except (PartError, SourceError, StoreError, QueueError, LeaseError, ValueError) as exc:
+            raise RunError(f"policy-indexer run cannot start: {_reason(exc)}") from exc
+        echo("\n".join(lines))
+        try:
+            parts.run_until_stopped()
+        except PartDied as exc:
+            raise RunError(str(exc)) from exc
+    log.info("stopped")
+
+
+def _reason(exc: Exception) -> str:
+    """The message alone for a settings error (pydantic's has its input dump and a URL)."""
+    if isinstance(exc, pydantic.ValidationError):
+        return "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+    return str(exc)
+
+
+def _start(settings: Settings, backends: EmbeddedBackends, parts: Supervisor,
+           echo: Callable[[str], None]) -> list[str]:
+    """Start every part under ``parts``; returns the banner lines."""
+    registry = CollectorRegistry()
+    health = HealthState()
+    try:
+        worker = backends.worker(WorkerMetrics.create(registry), health=health,
+                                 checkpoint=faults.checkpoint())
+    except ConsumerBusy as exc:
+        raise PartError(f"another policy-indexer already runs here: {exc}") from exc
+    try:
+        server = MetricsServer(settings.metrics_host, settings.metrics_port, registry,
+                               worker_health(health))
+    except OSError as exc:
+        raise PartError(f"/metrics cannot listen on {settings.metrics_host}:"
+                        f"{settings.metrics_port} (POLICY_INDEXER_METRICS_PORT): {exc}") from exc
+    parts.start(server)
+    parts.start(ThreadPart("queue worker", worker.run, worker.request_stop,
+                           stop_timeout_s=WORKER_STOP_TIMEOUT_S))
+    lines = [
+        f"policy-indexer {__version__}: embedded mode (one process, no servers)",
+        f"  index:     {index_path(settings)} (SQLite, FTS5)",
+        f"  queue:     {queue_path(settings)} (topic {backends.topic!r})",
+        f"  metrics:   {server.url}/metrics  health: /healthz",
+    ]
+    lines.append(f"  webhook:   {_start_webhook(settings, backends.publisher(), registry, parts)}")
+    try:
+        watcher = start_folder_watcher(settings, backends)
+    except SourceError as exc:
+        raise PartError(f"{exc} (POLICY_INDEXER_SOURCE_PATH={settings.source_path!r})") from exc
+    if watcher is not None:
+        parts.start(_watcher_part(watcher))
+        lines.append(f"  watching:  {watcher.folder} (state {settings.embedded_dir})")
+    else:
+        lines.append(f"  watching:  {NO_SOURCE}")
+    progress = FirstIndexing(backends, watcher, echo)
+    parts.start(ThreadPart("first-indexing progress", progress.run, progress.request_stop),
+                required=False)
+    if settings.source_kind is None:
+        lines += [f"  monitor:   {NO_SOURCE}", f"  scheduler: {NO_SOURCE}"]
+    else:
+        lines.append(f"  monitor:   {_start_monitor(settings, registry, parts)}")
+        lines.append(f"  scheduler: {_start_scheduler(settings, backends, registry, parts)}")
+    lines.append("  see it:    policy-indexer status (same POLICY_INDEXER_* settings)   "
+                 "stop: Ctrl-C or SIGTERM")
+    return lines
+
+
+def watched_folder(settings: Settings) -> Path | None:
+    """The folder to watch: ``source_path`` when ``source_kind`` is ``folder``, else None."""
+    if settings.source_kind == "folder" and settings.source_path:
+        return Path(settings.source_path)
+    return None
+
+
+def start_folder_watcher(settings: Settings, backends: EmbeddedBackends) -> WatcherThread | None:
+    """Watch the library folder in a thread, publishing to the local queue; None without one.
+
+    Raises ``SourceUnavailableError`` when the folder is missing or its state file
+    cannot be opened.
+    """
+    folder = watched_folder(settings)
+    if folder is None:
+        return None
+    return start_watcher_thread(
+        folder,
+        backends.publisher(),
+        state_path=settings.embedded_dir / STATE_FILE,
+        index=backends.store,
+        debounce_ms=settings.watch_debounce_ms,
+        rescan_seconds=settings.watch_rescan_seconds,
+    )
+
+
+def _watcher_part(watcher: WatcherThread) -> CallbackPart:
+    """The watcher runs its own thread; the part is its stop and its liveness."""
+    return CallbackPart("folder watcher", watcher.stop, watcher.is_alive, lambda: watcher.error)
+
+
+class WebhookServer:
+    """The receiver on ``webhook_host:webhook_port`` in a thread (uvicorn, own event loop)."""
+
+    name = "webhook receiver"
+    error = None
+
+    def __init__(self, settings: Settings, publisher: EventPublisher,
+                 registry: CollectorRegistry) -> None:
+        app = webhook_app(settings, publisher, registry)
+        host, port = settings.webhook_host, settings.webhook_port
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self._socket.bind((host, port))
+        except OSError as exc:
+            self._socket.close()
+            raise PartError(f"webhook receiver cannot listen on {host}:{port} "
+                            f"(POLICY_INDEXER_WEBHOOK_PORT): {exc}") from exc
+        self.port: int = self._socket.getsockname()[1]
+        self.url = f"http://{host}:{self.port}"
+        self._server = uvicorn.Server(server_config(app, host, self.port))
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._socket]},
+            name="webhook-receiver", daemon=True,
+        )
+
+    def start(self, timeout_s: float = 10.0) -> None:
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started and self._thread.is_alive():
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        if not self._server.started:
+            self.stop()
+            raise PartError(f"webhook receiver did not start on {self.url}")
+
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(PART_STOP_TIMEOUT_S)
+        self._socket.close()
+
+
+def _start_webhook(settings: Settings, publisher: EventPublisher, registry: CollectorRegistry,
+                   parts: Supervisor) -> str:
+    if not settings.webhook_secrets:
+        return "off (no POLICY_INDEXER_WEBHOOK_SECRETS: it only accepts signed requests)"
+    receiver = WebhookServer(settings, publisher, registry)
+    parts.start(receiver)
+    return f"{receiver.url}/webhooks/cms (signed, into the local queue)"
+
+
+def _start_monitor(settings: Settings, registry: CollectorRegistry, parts: Supervisor) -> str:
+    """The monitor gets its own source object and its own connection to the index file."""
+    source = open_configured_source(settings)
+    store = SQLiteStore(index_path(settings))
+    monitor = freshness_monitor(settings, source, store)
+    register_freshness(settings, monitor, registry)
+    interval = settings.monitor_interval_seconds
+
+    def close() -> None:
+        source.close()
+        store.close()
+
+    parts.start(ThreadPart("freshness monitor", lambda: monitor.run_forever(interval),
+                           monitor.stop, stop_timeout_s=PART_STOP_TIMEOUT_S, after_stop=close))
+    return f"{settings.source_kind} source, every {interval:g} s"
+
+
+def _start_scheduler(settings: Settings, backends: EmbeddedBackends,
+                     registry: CollectorRegistry, parts: Supervisor) -> str:
+    """The reconcile on ``reindex_cron`` and the sweep every ``sweep_interval_seconds``.
+
+    Raises ``StoreError`` / ``LeaseError`` when the run log or the lease cannot open.
+    """
+    store = SQLiteStore(index_path(settings))
+    source = open_configured_source(settings)
+
+    def close() -> None:
+        source.close()
+        store.close()
+
+    try:
+        runner = job_runner(backends, source, trigger="scheduled",
+                            metrics=ReindexMetrics.create(registry), store=store, on_close=close)
+    except BaseException:
+        close()
+        raise
+    try:
+        runner.refresh_metrics()
+        sched = scheduler_for(settings, runner, runner.last_attempt())
+        sched.start()
+    except BaseException:
+        runner.close()
+        raise
+
+    def stop() -> None:
+        """A running reconcile stops between two documents (recorded as interrupted)."""
+        runner.stop_event.set()
+        sched.shutdown(wait=True)
+        runner.close()
+
+    parts.add_stop("scheduler", stop)
+    job = sched.get_job("reconcile")
+    return (f"reconcile {settings.reindex_cron!r} ({settings.reindex_timezone}, next "
+            f"{job.next_run_time if job is not None else '?'}), "
+            f"sweep every {settings.sweep_interval_seconds:g} s")

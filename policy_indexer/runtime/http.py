@@ -1,0 +1,96 @@
+"""``/metrics`` and ``/healthz`` for every long-running process, served one way.
+
+``/metrics`` is the process's one registry. ``/healthz`` answers what the
+process's ``health`` function says: 200 with ``{"status": "ok", ...}`` while it
+works, 503 otherwise (a worker backing off from a transient failure or away
+from Kafka says ``retrying``: restarting it would not help, so it is a
+readiness signal). Any other path is 404, so a probe of the wrong path fails.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from consumers.retry import HealthState
+
+Health = Callable[[], dict[str, Any]]
+
+
+def always_ok() -> dict[str, Any]:
+    return {"status": "ok"}
+
+
+def worker_health(health: HealthState) -> Health:
+    """The worker's health: ``retrying`` while it backs off or Kafka is away."""
+
+    def report() -> dict[str, Any]:
+        away = health.kafka_unreachable
+        status = "retrying" if health.retrying or away else "ok"
+        if health.stopping:
+            status = "stopping"
+        return {"status": status, "attempts": health.attempts,
+                "last_error": health.last_error or away}
+
+    return report
+
+
+class MetricsServer:
+    """A small threaded HTTP server; also a ``Part`` (name, start, stop, alive, error)."""
+
+    name = "metrics server"
+    error = None
+
+    def __init__(self, host: str, port: int, registry: CollectorRegistry,
+                 health: Health = always_ok) -> None:
+        registry_, health_ = registry, health
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                if path == "/metrics":
+                    self._send(200, CONTENT_TYPE_LATEST, generate_latest(registry_))
+                elif path == "/healthz":
+                    body = health_()
+                    code = 200 if body.get("status") == "ok" else 503
+                    self._send(code, "application/json", json.dumps(body).encode())
+                else:
+                    self._send(404, "text/plain", b"not found: /metrics or /healthz\n")
+
+            def _send(self, code: int, ctype: str, body: bytes) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return None
+
+        self.server = ThreadingHTTPServer((host, port), Handler)
+        self.host = host
+        self.thread = threading.Thread(target=self.server.serve_forever, name="metrics-server",
+                                       daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

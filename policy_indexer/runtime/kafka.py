@@ -1,0 +1,101 @@
+"""``policy-indexer run`` in Kafka mode: indexing worker processes in one consumer group.
+
+One process: the worker loop in the main thread's supervisor, with its
+``/metrics`` and ``/healthz``. Several (``worker_processes``): one child process
+each (spawned, ``metrics_port + i``), supervised as parts; SIGTERM/SIGINT is
+forwarded to every child, and the parent exits 1 when any child failed.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from multiprocessing.process import BaseProcess
+
+import structlog
+from prometheus_client import CollectorRegistry
+
+from consumers.retry import HealthState
+from metrics.definitions import WorkerMetrics
+from policy_indexer.logs import configure_logging
+from policy_indexer.runtime import faults
+from policy_indexer.runtime.backends import KafkaBackends
+from policy_indexer.runtime.http import MetricsServer, worker_health
+from policy_indexer.runtime.parts import Supervisor, stop_on_signals
+from policy_indexer.settings import Settings
+
+log = structlog.get_logger(__name__)
+
+class WorkersFailed(Exception):
+    """At least one worker process exited with a failure."""
+
+
+def run_kafka(settings: Settings, processes: int | None = None) -> None:
+    backends = KafkaBackends.open(settings)
+    try:
+        backends.ensure_topics()
+    finally:
+        backends.close()
+    count = processes or settings.worker_processes
+    if count == 1:
+        run_worker(settings)
+        return
+    _run_children(settings, count)
+
+
+def run_worker(settings: Settings, metrics_port: int | None = None) -> None:
+    """One worker process, until SIGTERM/SIGINT (the worker commits what it has done)."""
+    registry = CollectorRegistry()
+    metrics = WorkerMetrics.create(registry)
+    health = HealthState()
+    backends = KafkaBackends.open(settings)
+    with Supervisor() as parts:
+        parts.add_stop("backends", backends.close)
+        backends.store.ensure_ready()
+        worker = backends.worker(metrics, health=health, checkpoint=faults.checkpoint())
+        port = settings.metrics_port if metrics_port is None else metrics_port
+        server = MetricsServer(settings.metrics_host, port, registry, worker_health(health))
+        parts.start(server)
+        log.info("worker started", topic=settings.kafka_topic, group=settings.kafka_group_id,
+                 index_prefix=settings.index_prefix, metrics_port=server.port)
+        # The worker loop is the process: it runs in the main thread; a signal asks it to
+        # stop, it commits what it has done and returns, then the parts stop.
+        def on_signal(why: str) -> None:
+            log.info("stop requested", signal=why)
+            worker.request_stop()
+
+        with stop_on_signals(on_signal):
+            worker.run()
+
+
+def _child(settings: Settings, port: int, fault_spec: str | None) -> None:
+    configure_logging(settings.log_level, settings.log_format)
+    faults.install(fault_spec)
+    run_worker(settings, metrics_port=port)
+
+
+def _run_children(settings: Settings, count: int) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    children: list[BaseProcess] = [
+        ctx.Process(target=_child, args=(settings, settings.metrics_port + i,
+                                         faults.installed_spec()), daemon=False)
+        for i in range(count)
+    ]
+    for child in children:
+        child.start()
+
+    def forward(why: str) -> None:
+        log.info("stop requested", signal=why)
+        for child in children:
+            if child.pid is not None and child.is_alive():
+                os.kill(child.pid, signal.SIGTERM)
+
+    with stop_on_signals(forward):
+        for child in children:
+            child.join()
+    if any(c.exitcode for c in children):
+        raise WorkersFailed(
+            "worker processes failed: "
+            + ", ".join(f"pid {c.pid} exit {c.exitcode}" for c in children if c.exitcode)
+        )

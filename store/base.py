@@ -18,6 +18,22 @@ from store.model import ChunkRef, DocumentState
 MAX_KEYWORD_BYTES = 32766
 
 
+def keyword_too_long(chunk: Chunk) -> str | None:
+    """The first keyword value of the chunk that no store accepts, if any."""
+    keywords = [
+        chunk.chunk_id,
+        chunk.document_id,
+        chunk.section,
+        *chunk.metadata.access_labels,
+        *chunk.metadata.scope,
+        *chunk.metadata.keywords,
+    ]
+    for value in keywords:
+        if len(value.encode("utf-8")) > MAX_KEYWORD_BYTES:
+            return value
+    return None
+
+
 class Store(Protocol):
     def ensure_ready(self) -> None:
         """Create what the store needs (idempotent)."""

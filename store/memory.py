@@ -7,25 +7,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 
 from chunker.model import Chunk
-from store.base import MAX_KEYWORD_BYTES
+from store.base import MAX_KEYWORD_BYTES, keyword_too_long
 from store.errors import RejectedDocumentError
 from store.model import ChunkRef, DocumentState
-
-
-def keyword_too_long(chunk: Chunk) -> str | None:
-    """The first keyword value of the chunk that no store accepts, if any."""
-    keywords = [
-        chunk.chunk_id,
-        chunk.document_id,
-        chunk.section,
-        *chunk.metadata.access_labels,
-        *chunk.metadata.scope,
-        *chunk.metadata.keywords,
-    ]
-    for value in keywords:
-        if len(value.encode("utf-8")) > MAX_KEYWORD_BYTES:
-            return value
-    return None
 
 
 class InMemoryStore:

@@ -21,8 +21,12 @@ SCRIPT = str(Path(__file__).resolve())
 
 
 def command(*args: str) -> list[str]:
-    """The argv that runs ``policy-indexer ARGS`` through this entry point."""
-    return [sys.executable, SCRIPT, *args]
+    """The argv that runs ``policy-indexer ARGS`` through this entry point.
+
+    ``-P``: the script's folder (tests/support) is not put first on ``sys.path``, where
+    its ``sources.py``, ``webhooks.py``... would hide the real packages of those names.
+    """
+    return [sys.executable, "-P", SCRIPT, *args]
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ EVAL = REPO / "eval"
 LANGUAGES = {"en": "english", "de": "german", "fr": "french"}
 MIN_ANSWERABLE = 15
 UNANSWERABLE = range(3, 6)  # 3 to 5 rows
-MIN_DOCUMENTS = 8
+MIN_DOCUMENTS = 11
 
 
 def qa_file(lang: str) -> Path:

@@ -92,6 +92,10 @@ class VectorBackfill:
 
     def run_once(self) -> int:
         """One round: up to ``batch_size`` missing vectors encoded and stored; returns how many."""
+        return self._round()[1]
+
+    def _round(self) -> tuple[int, int]:
+        """(chunks the index offered, vectors stored) of one round; then the backlog gauges."""
         model_id = self.model_id
         missing = self.index.chunks_missing_vectors(model_id, self.batch_size)
         stored = 0
@@ -106,7 +110,7 @@ class VectorBackfill:
             if self.metrics is not None:
                 self.metrics.vectors_written.inc(stored)
         self.observe_backlog()
-        return stored
+        return len(missing), stored
 
     def run_forever(self, stop: threading.Event, idle_s: float) -> None:
         """Rounds until ``stop`` is set; waits ``idle_s`` when nothing is missing or a round fails.
@@ -133,11 +137,15 @@ def reembed(index: VectorIndex, encoder: CachedEncoder, progress: bool = True,
             *, batch_size: int = 32) -> int:
     """Encode every live chunk that lacks a vector for ``encoder.model_id``; returns how many.
 
-    The re-embedding job of a model change, and the catch-up after an outage.
-    Resumable by construction: it only ever asks the index for what is missing,
-    so an interrupted run is finished by running it again. Raises
-    ``BackfillStalledError`` when a round stores nothing while chunks are still
-    missing (the index refuses the vectors): a loud stop instead of a busy loop.
+    The re-embedding job of a model change, and the catch-up after an outage:
+    rounds until the backlog is 0, or until the index offers no more chunks (a
+    backlog that also counts chunks it will not offer, such as older versions
+    waiting for their delete step, must not keep the job running). Resumable by
+    construction: it only ever asks the index for what is missing, so an
+    interrupted run is finished by running it again. Raises
+    ``BackfillStalledError`` when a round is offered chunks, stores none of
+    them and the backlog does not shrink (the index refuses the vectors): a
+    loud stop instead of a busy loop.
     """
     backfill = VectorBackfill(index, encoder, batch_size)
     total = backfill.observe_backlog()
@@ -146,17 +154,19 @@ def reembed(index: VectorIndex, encoder: CachedEncoder, progress: bool = True,
               desc=f"re-embedding ({encoder.model_id})") as bar:
         while backfill.backlog > 0:
             before = backfill.backlog
-            stored = backfill.run_once()
+            offered, stored = backfill._round()
+            if offered == 0:
+                break
             # a round may store none because its chunks were deleted meanwhile; then the
             # backlog shrank. One that stores none and leaves the backlog as it was is stuck.
             if stored == 0 and backfill.backlog >= before:
                 raise BackfillStalledError(
                     f"{backfill.backlog} chunks lack a vector for {encoder.model_id!r} but a "
-                    f"round stored none; check put_vectors of {type(index).__name__}"
+                    f"round stored none of {offered}; check put_vectors of "
+                    f"{type(index).__name__}"
                 )
             written += stored
             # new chunks may arrive while it runs: the bar's total follows the backlog
             bar.total = max(bar.total or 0, written + backfill.backlog)
             bar.update(stored)
     return written
-

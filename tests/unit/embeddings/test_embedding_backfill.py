@@ -200,3 +200,13 @@ def wait_for(condition: object, what: str, timeout_s: float = 5.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
         time.sleep(0.01)
+
+
+def test_reembed_ends_when_the_index_offers_nothing_though_its_backlog_counts_more() -> None:
+    """A backlog may count chunks the index will not offer (old versions awaiting delete)."""
+    index = FakeIndex()
+    index.add("a@v1#x", "x")
+    encoder = CachedEncoder(HashingEncoder(dim=16), InMemoryEmbeddingCache())
+    original = index.vector_backlog
+    index.vector_backlog = lambda model_id: (original(model_id)[0] + 3, None)  # type: ignore[method-assign]
+    assert reembed(index, encoder, progress=False) == 1

@@ -12,10 +12,11 @@ from embeddings.cache_sqlite import SQLiteEmbeddingCache
 from embeddings.hashing import HashingEncoder
 from events.changelog import read_changelog
 from events.model import Action
+from store.search_terms import text_to_embed
 
 
 def replay_texts(log: Path) -> list[list[str]]:
-    """The embed_text of every chunk of every upsert, one list per document version."""
+    """What the backfill encodes of every chunk of every upsert, one list per version."""
     versions = []
     for event in read_changelog(log):
         if event.action is Action.UPSERT and event.content is not None:
@@ -24,7 +25,7 @@ def replay_texts(log: Path) -> list[list[str]]:
                 content_type=event.content_type or "text/markdown",
                 metadata=event.metadata.overrides(), changed_at=event.changed_at,
             )
-            versions.append([c.embed_text for c in chunks])
+            versions.append([text_to_embed(c) for c in chunks])
     return versions
 
 

@@ -42,7 +42,7 @@ from store.search_index import SearchFilters, SearchIndex, Vector, check_labels
 from store.search_terms import chunk_terms
 
 # Measured on the basecamp QA set (bench/bench_retrieval.py, docs/search.md).
-DEFAULT_THRESHOLD = 0.30  # best dense cosine (MiniLM)
+DEFAULT_THRESHOLD = 0.30  # best dense cosine (MiniLM): refuses the off-topic, see docs/search.md
 DEFAULT_KEYWORD_THRESHOLD = 0.5  # share of the question's terms in the best passages
 # Below this detector probability the question is also analysed in English.
 SURE_LANGUAGE = 0.95

@@ -171,6 +171,13 @@ class Credentials:
             raise UnknownKey("the API key matches no configured key")
         return Caller(found.key_id, found.labels)
 
+    def resolve_id(self, key_id: str) -> Caller:
+        """The caller of a key id (not a secret: for eval profiles and reports)."""
+        for key in self._keys:
+            if key.key_id == key_id:
+                return Caller(key.key_id, key.labels)
+        raise UnknownKey(f"no API key with id {key_id!r}; configured: {list(self.key_ids)}")
+
     def __repr__(self) -> str:
         shown = ", ".join(f"{k.key_id}: key='**********' labels={sorted(k.labels)}"
                           for k in self._keys)

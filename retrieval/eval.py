@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from retrieval.credentials import Credentials
 from retrieval.models import MAX_K, Passage, SearchRequest, SearchResponse
 from retrieval.searcher import Searcher
 
@@ -110,6 +111,16 @@ def parse_rows(lines: Iterable[str], source: str = "<rows>") -> list[QaRow]:
     if not rows:
         raise EvalInputError(f"{source}: no rows")
     return rows
+
+
+def profiles_named_after_labels(rows: Iterable[QaRow]) -> dict[str, frozenset[str]]:
+    """Each profile of the rows sees exactly the label of its own name (``public``)."""
+    return {row.profile: frozenset({row.profile}) for row in rows}
+
+
+def profiles_from_credentials(credentials: Credentials) -> dict[str, frozenset[str]]:
+    """One profile per configured API key id, with that key's labels: measure as callers see."""
+    return {key_id: credentials.resolve_id(key_id).labels for key_id in credentials.key_ids}
 
 
 def load_rows(path: Path) -> list[QaRow]:

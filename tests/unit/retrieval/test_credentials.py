@@ -76,3 +76,10 @@ def test_bad_json_and_a_missing_file_say_so(tmp_path: Path) -> None:
     missing = tmp_path / "nope.json"
     with pytest.raises(CredentialsError, match=r"nope\.json"):
         Credentials.from_file(missing)
+
+
+def test_a_key_id_resolves_without_its_secret_and_an_unknown_id_is_named() -> None:
+    credentials = Credentials.from_mapping(CONFIG)
+    assert credentials.resolve_id("support-bot").labels == frozenset({"public", "agents"})
+    with pytest.raises(UnknownKey, match=r"'nobody'.*\['support-bot', 'finance-desk'\]"):
+        credentials.resolve_id("nobody")

@@ -195,3 +195,19 @@ def test_the_shared_basecamp_set_loads() -> None:
 def test_parse_rows_refuses_an_empty_set() -> None:
     with pytest.raises(EvalInputError, match="no rows"):
         parse_rows(["", "  "], source="empty.jsonl")
+
+
+def test_profiles_come_from_row_names_or_from_the_configured_keys() -> None:
+    from retrieval.credentials import Credentials
+    from retrieval.eval import profiles_from_credentials, profiles_named_after_labels
+
+    rows = [row("a"), row("b", profile="finance")]
+    assert profiles_named_after_labels(rows) == {
+        "public": frozenset({"public"}), "finance": frozenset({"finance"})}
+    credentials = Credentials.from_mapping({
+        "support-bot": {"key": "agent-key-0123456789abcdef", "labels": ["public"]},
+        "finance-desk": {"key": "finance-key-0123456789abcdef",
+                         "labels": ["public", "finance"]},
+    })
+    assert profiles_from_credentials(credentials) == {
+        "support-bot": frozenset({"public"}), "finance-desk": frozenset({"public", "finance"})}

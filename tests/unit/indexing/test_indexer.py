@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 from support.chunks import fake_chunker
+from support.racing import RacingStore
 
 from events.model import Action, ChangeEvent, EventMetadata
 from indexing.core import Indexer
@@ -87,18 +88,8 @@ def test_redelivery_finishes_an_interrupted_delete_step(store: InMemoryStore) ->
     assert chunk_ids(store) == ["d@v2#beta"]
 
 
-def test_losing_a_race_to_a_newer_version_removes_what_was_written(store: InMemoryStore) -> None:
-    class Racing(InMemoryStore):
-        raced = False
-
-        def write_chunks(self, chunks):  # type: ignore[no-untyped-def]
-            written = super().write_chunks(chunks)
-            if not self.raced:  # another worker indexes v5 while this one writes v4
-                self.raced = True
-                Indexer(self, chunk=fake_chunker).apply_one(upsert("d", 5, "newer"))
-            return written
-
-    racing = Racing()
+def test_losing_a_race_to_a_newer_version_removes_what_was_written() -> None:
+    racing = RacingStore(upsert("d", 5, "newer"))  # another worker indexes v5 while we write v4
     outcome = Indexer(racing, chunk=fake_chunker).apply_one(upsert("d", 4, "older"))
     assert outcome is Outcome.SKIPPED_STALE
     assert sorted(racing.chunks) == ["d@v5#newer"]

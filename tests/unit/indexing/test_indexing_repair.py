@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pytest
 from support.chunks import fake_chunker, make_chunk
+from support.racing import RacingStore
 
-from chunker.model import Chunk
 from events.model import Action, ChangeEvent
 from indexing.core import Indexer
 from indexing.model import RepairResult
@@ -41,22 +40,11 @@ def test_lost_chunks_come_back_and_strays_of_the_version_go() -> None:
 
 
 def test_a_repair_that_loses_to_a_newer_version_takes_back_what_it_wrote() -> None:
-    class Racing(InMemoryStore):
-        raced = False
-
-        def write_chunks(self, chunks: Sequence[Chunk]) -> int:
-            written = super().write_chunks(chunks)
-            if not self.raced:  # a worker indexes v3 while the repair writes v2
-                self.raced = True
-                Indexer(self, chunk=fake_chunker).apply_one(upsert("d", 3, "newer"))
-            return written
-
-    store = Racing()
-    store.raced = True
+    store = RacingStore()
     Indexer(store, chunk=fake_chunker).apply_one(upsert("d", 2, "alpha"))
     state = store.get_state("d")
     assert state is not None
-    store.raced = False
+    store.newer = upsert("d", 3, "newer")  # a worker indexes v3 while the repair writes v2
 
     rewrite(Indexer(store, chunk=fake_chunker), upsert("d", 2, "alpha\n\nbeta"), state)
 

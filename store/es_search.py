@@ -35,8 +35,8 @@ from store.search import SearchHit
 from store.search_index import SearchFilters, Vector, check_limit
 from store.search_terms import text_to_embed
 
-OVERFETCH = 2
-MARGIN = 10
+OVERFETCH = 1
+MARGIN = 10  # old versions live seconds; a short leg is asked again (_live_hits)
 NUM_CANDIDATES_FACTOR = 4
 _SOURCE = {"excludes": ["terms", "embedding"]}
 

@@ -28,8 +28,8 @@ class LazyGroup(click.Group):
         entry = COMMANDS.get(cmd_name)
         if entry is None:
             return None
-        module = importlib.import_module(entry[0])
-        command: click.Command = getattr(module, cmd_name)
+        module_name, _, attribute = entry[0].partition(":")
+        command: click.Command = getattr(importlib.import_module(module_name), attribute)
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

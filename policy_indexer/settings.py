@@ -180,6 +180,39 @@ class Settings(BaseSettings):
     )
     scheduler_metrics_port: int = Field(9466, ge=0, le=65535, description="Scheduler's /metrics.")
 
+    # search_policy (issue 17) --------------------------------------------
+    search_host: str = Field("127.0.0.1", description="Where `serve` listens (POST /search, /mcp).")
+    search_port: int = Field(8090, ge=0, le=65535)
+    search_api_keys: SecretStr | None = Field(
+        None,
+        description="API keys of the search callers and their permission labels, as JSON: "
+        '{"<key-id>": {"key": "<secret, 16+ bytes>", "labels": ["public", "agents"]}}. '
+        "A caller's labels come from its key, never from its request.",
+    )
+    search_api_keys_file: Path | None = Field(
+        None, description="The same JSON in a file (a mounted secret); wins over search_api_keys."
+    )
+    mcp_api_key: SecretStr | None = Field(
+        None, description="`mcp --stdio`: the key (one of search_api_keys) whose labels the "
+        "process's one caller gets.",
+    )
+    search_encoder: Literal["minilm", "hashing", "none"] = Field(
+        "minilm",
+        description="Dense leg: 'minilm' (int8 all-MiniLM-L6-v2, shipped in a package, CPU), "
+        "'hashing' (a small deterministic encoder, no model), 'none' (keyword leg only).",
+    )
+    search_threshold: float | None = Field(
+        None, description="The 'no document' threshold; None: the measured default."
+    )
+    embed_batch_size: int = Field(32, ge=1, le=1024, description="Chunks encoded a round.")
+    embed_threads: int = Field(
+        1, ge=1, le=64,
+        description="CPU threads of the encoder (1 keeps the indexing worker a core of its own).",
+    )
+    embed_idle_seconds: float = Field(
+        1.0, gt=0, description="The vector backfill looks for chunks without vectors this often."
+    )
+
     @field_validator("reindex_timezone")
     @classmethod
     def _known_zone(cls, value: str) -> str:

@@ -81,8 +81,8 @@ class SearchRequest(BaseModel):
     @classmethod
     def _clean_scope(cls, values: list[str]) -> list[str]:
         cleaned = []
-        for value in values:
-            value = value.strip()
+        for raw in values:
+            value = raw.strip()
             if not value or len(value) > 200 or "\x00" in value:
                 raise ValueError(f"scope value {value[:40]!r} is empty, too long or has a NUL")
             cleaned.append(value)

@@ -44,10 +44,19 @@ from transport.publisher import EventPublisher
 
 if TYPE_CHECKING:
     from consumers.worker import KafkaWorker
+    from embeddings.cache import EmbeddingCache
+    from store.search_index import SearchIndex, VectorStore
+
+    class SearchBackend(SearchIndex, VectorStore, Protocol):
+        """A store's search side: both legs, and the vectors the backfill writes."""
+
+    class EmbeddingCacheBackend(EmbeddingCache, Protocol):
+        def close(self) -> None: ...
 
 INDEX_FILE = "index.sqlite3"
 QUEUE_FILE = "queue.sqlite3"
 SCHEDULER_FILE = "scheduler.sqlite3"
+EMBEDDINGS_FILE = "embeddings.sqlite3"
 # Room for what the change event adds to a webhook payload (received_at, field names).
 EVENT_OVERHEAD_BYTES = 64 * 1024
 
@@ -99,6 +108,12 @@ class Backends(Protocol):
     def queued(self) -> int | None:
         """Changes waiting to be indexed, where the transport knows it cheaply."""
 
+    def search_index(self) -> SearchBackend:
+        """The store's search side (keyword and dense legs, vector storage)."""
+
+    def embedding_cache(self) -> EmbeddingCacheBackend:
+        """The content-addressed embedding cache beside the index."""
+
     def close(self) -> None: ...
 
 
@@ -130,6 +145,7 @@ class EmbeddedBackends:
     sqlite: SQLiteStore
     queue: LocalQueue
     _closed: bool = field(default=False, init=False)
+    _connections: list[SQLiteStore] = field(default_factory=list, init=False)
 
     @classmethod
     def open(cls, settings: Settings) -> EmbeddedBackends:
@@ -223,6 +239,20 @@ class EmbeddedBackends:
             jobs.close()
         return record.ended_at if record is not None else None
 
+    def search_index(self) -> SearchBackend:
+        """Over a connection of its own: searches and vector writes never wait for the
+        worker's connection (WAL lets them read while it writes); closed with ``close``."""
+        from store.sqlite_search import SQLiteSearchIndex  # noqa: PLC0415
+
+        store = SQLiteStore(index_path(self.settings))
+        self._connections.append(store)
+        return SQLiteSearchIndex(store)
+
+    def embedding_cache(self) -> EmbeddingCacheBackend:
+        from embeddings.cache_sqlite import SQLiteEmbeddingCache  # noqa: PLC0415
+
+        return SQLiteEmbeddingCache(self.settings.embedded_dir / EMBEDDINGS_FILE)
+
     def dead_letters(self) -> int | None:
         return len(self.queue.dead_letters(self.topic))
 
@@ -232,6 +262,8 @@ class EmbeddedBackends:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            for store in self._connections:
+                store.close()
             self.queue.close()
             self.sqlite.close()
 
@@ -346,6 +378,18 @@ class KafkaBackends:
             timeout_seconds=s.webhook_publish_timeout_seconds,
             max_message_bytes=s.webhook_max_body_bytes + EVENT_OVERHEAD_BYTES,
         ))
+
+    def search_index(self) -> SearchBackend:
+        from store.es_search import ElasticsearchSearchIndex  # noqa: PLC0415
+
+        return ElasticsearchSearchIndex(self.es)
+
+    def embedding_cache(self) -> EmbeddingCacheBackend:
+        from embeddings.cache_elasticsearch import ElasticsearchEmbeddingCache  # noqa: PLC0415
+
+        cache = ElasticsearchEmbeddingCache(self.es.client, self.settings.index_prefix)
+        cache.ensure_ready()
+        return cache
 
     def dead_letters(self) -> int | None:
         """Records in the dead-letter topic (None when Kafka cannot say in time)."""

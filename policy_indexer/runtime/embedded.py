@@ -33,8 +33,10 @@ import pydantic
 import structlog
 import uvicorn
 from prometheus_client import CollectorRegistry
+from starlette.types import ASGIApp
 
 from consumers.retry import HealthState
+from embeddings.errors import EmbeddingError
 from metrics.definitions import ReindexMetrics, WorkerMetrics
 from policy_indexer import __version__
 from policy_indexer.runtime import faults
@@ -54,6 +56,7 @@ from policy_indexer.runtime.parts import (
     Supervisor,
     ThreadPart,
 )
+from policy_indexer.runtime.search import backfill_part, search_app, search_service
 from policy_indexer.runtime.sources import open_configured_source
 from policy_indexer.runtime.webhook import webhook_app
 from policy_indexer.settings import Settings
@@ -88,7 +91,8 @@ def run_embedded(settings: Settings, echo: Callable[[str], None]) -> None:
         parts.add_stop("embedded files", backends.close)
         try:
             lines = _start(settings, backends, parts, echo)
-        except (PartError, SourceError, StoreError, QueueError, LeaseError, ValueError) as exc:
+        except (PartError, SourceError, StoreError, QueueError, LeaseError, EmbeddingError,
+                ValueError) as exc:
             raise RunError(f"policy-indexer run cannot start: {_reason(exc)}") from exc
         echo("\n".join(lines))
         try:
@@ -143,6 +147,7 @@ def _start(settings: Settings, backends: EmbeddedBackends, parts: Supervisor,
     progress = FirstIndexing(backends, watcher, echo)
     parts.start(ThreadPart("first-indexing progress", progress.run, progress.request_stop),
                 required=False)
+    lines += _start_search(settings, backends, registry, parts)
     if settings.source_kind is None:
         lines += [f"  monitor:   {NO_SOURCE}", f"  scheduler: {NO_SOURCE}"]
     else:
@@ -184,30 +189,26 @@ def _watcher_part(watcher: WatcherThread) -> CallbackPart:
     return CallbackPart("folder watcher", watcher.stop, watcher.is_alive, lambda: watcher.error)
 
 
-class WebhookServer:
-    """The receiver on ``webhook_host:webhook_port`` in a thread (uvicorn, own event loop)."""
+class UvicornThread:
+    """An ASGI app served by uvicorn in a thread (its own event loop); a ``Part``."""
 
-    name = "webhook receiver"
     error = None
 
-    def __init__(self, settings: Settings, publisher: EventPublisher,
-                 registry: CollectorRegistry) -> None:
-        app = webhook_app(settings, publisher, registry)
-        host, port = settings.webhook_host, settings.webhook_port
+    def __init__(self, name: str, app: ASGIApp, host: str, port: int, setting: str) -> None:
+        self.name = name
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             self._socket.bind((host, port))
         except OSError as exc:
             self._socket.close()
-            raise PartError(f"webhook receiver cannot listen on {host}:{port} "
-                            f"(POLICY_INDEXER_WEBHOOK_PORT): {exc}") from exc
+            raise PartError(f"{name} cannot listen on {host}:{port} ({setting}): {exc}") from exc
         self.port: int = self._socket.getsockname()[1]
         self.url = f"http://{host}:{self.port}"
         self._server = uvicorn.Server(server_config(app, host, self.port))
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._socket]},
-            name="webhook-receiver", daemon=True,
+            name=name.replace(" ", "-"), daemon=True,
         )
 
     def start(self, timeout_s: float = 10.0) -> None:
@@ -219,7 +220,7 @@ class WebhookServer:
             time.sleep(0.01)
         if not self._server.started:
             self.stop()
-            raise PartError(f"webhook receiver did not start on {self.url}")
+            raise PartError(f"{self.name} did not start on {self.url}")
 
     def alive(self) -> bool:
         return self._thread.is_alive()
@@ -234,9 +235,32 @@ def _start_webhook(settings: Settings, publisher: EventPublisher, registry: Coll
                    parts: Supervisor) -> str:
     if not settings.webhook_secrets:
         return "off (no POLICY_INDEXER_WEBHOOK_SECRETS: it only accepts signed requests)"
-    receiver = WebhookServer(settings, publisher, registry)
+    receiver = UvicornThread("webhook receiver", webhook_app(settings, publisher, registry),
+                             settings.webhook_host, settings.webhook_port,
+                             "POLICY_INDEXER_WEBHOOK_PORT")
     parts.start(receiver)
     return f"{receiver.url}/webhooks/cms (signed, into the local queue)"
+
+
+def _start_search(settings: Settings, backends: EmbeddedBackends,
+                  registry: CollectorRegistry, parts: Supervisor) -> list[str]:
+    """The vector backfill (unless the encoder is off) and, with API keys, POST /search + /mcp."""
+    search = search_service(settings, backends, registry)
+    parts.add_stop("search", search.close)
+    if search.encoder is None:
+        vectors = "off (POLICY_INDEXER_SEARCH_ENCODER=none: keyword search only)"
+    else:
+        parts.start(backfill_part(settings, backends, registry, search.encoder))
+        vectors = f"{search.encoder.model_id}, following the index (keyword search at once)"
+    if settings.search_api_keys is None and settings.search_api_keys_file is None:
+        served = "off (no POLICY_INDEXER_SEARCH_API_KEYS: `policy-indexer search` works)"
+    else:
+        server = UvicornThread("search server", search_app(settings, search.service, registry),
+                               settings.search_host, settings.search_port,
+                               "POLICY_INDEXER_SEARCH_PORT")
+        parts.start(server)
+        served = f"{server.url}/search and {server.url}/mcp (API keys)"
+    return [f"  vectors:   {vectors}", f"  search:    {served}"]
 
 
 def _start_monitor(settings: Settings, registry: CollectorRegistry, parts: Supervisor) -> str:

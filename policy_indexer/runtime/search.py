@@ -1,0 +1,255 @@
+"""search_policy built from settings: encoder, cache, service, backfill and servers.
+
+The same service answers every interface (``policy-indexer search``,
+``POST /search``, the MCP tool) on both modes; the interfaces differ only in
+where the caller's labels come from: the command line's ``--labels`` (a person
+at the machine, who can read the index files anyway), an API key mapped to a
+label set in ``search_api_keys`` (HTTP and MCP).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import structlog
+import uvicorn
+from prometheus_client import CollectorRegistry
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from embeddings.cache import CachedEncoder
+from embeddings.encoder import Encoder
+from embeddings.metrics import EmbeddingMetrics
+from policy_indexer.runtime.backends import Backends, open_backends
+from policy_indexer.runtime.http import MetricsServer
+from policy_indexer.runtime.parts import Supervisor, ThreadPart
+from policy_indexer.settings import Settings
+from retrieval.credentials import Credentials, CredentialsError
+from retrieval.http import create_search_app
+from retrieval.metrics import SearchMetrics
+from retrieval.models import SearchRequest, SearchResponse
+from retrieval.service import SearchService
+from webhooks.serve import server_config
+
+if TYPE_CHECKING:
+    from retrieval.eval import EvalReport
+
+log = structlog.get_logger(__name__)
+
+
+class SearchNotConfigured(ValueError):
+    """A search setting is missing or unusable; the message names it."""
+
+
+def make_encoder(settings: Settings) -> Encoder | None:
+    """The dense leg's encoder, or None for the keyword leg alone."""
+    if settings.search_encoder == "none":
+        return None
+    if settings.search_encoder == "hashing":
+        from embeddings.hashing import HashingEncoder  # noqa: PLC0415
+
+        return HashingEncoder()
+    from embeddings.minilm import MiniLMEncoder  # noqa: PLC0415
+
+    return MiniLMEncoder(threads=settings.embed_threads)
+
+
+@dataclass
+class SearchParts:
+    """What a search process holds open; ``close`` releases it."""
+
+    service: SearchService
+    encoder: CachedEncoder | None
+    close: Callable[[], None]
+
+
+def search_service(settings: Settings, backends: Backends,
+                   registry: CollectorRegistry | None = None) -> SearchParts:
+    """The service over the mode's index, its queries encoded through the cache."""
+    index = backends.search_index()
+    inner = make_encoder(settings)
+    cached: CachedEncoder | None = None
+    closers: list[Callable[[], None]] = []
+    if inner is not None:
+        cache = backends.embedding_cache()
+        closers.append(cache.close)
+        metrics = EmbeddingMetrics.create(registry) if registry is not None else None
+        cached = CachedEncoder(inner, cache, metrics)
+    options = {} if settings.search_threshold is None else {
+        "threshold": settings.search_threshold, "keyword_threshold": settings.search_threshold}
+    service = SearchService(index, cached, **options)  # type: ignore[arg-type]
+
+    def close() -> None:
+        for closer in closers:
+            closer()
+
+    return SearchParts(service, cached, close)
+
+
+def credentials(settings: Settings) -> Credentials:
+    """The API keys and their labels; ``SearchNotConfigured`` names the setting."""
+    if settings.search_api_keys_file is not None:
+        where = f"POLICY_INDEXER_SEARCH_API_KEYS_FILE={str(settings.search_api_keys_file)!r}"
+        try:
+            text = settings.search_api_keys_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SearchNotConfigured(f"{where}: {exc}") from exc
+    elif settings.search_api_keys is not None:
+        where, text = "POLICY_INDEXER_SEARCH_API_KEYS", settings.search_api_keys.get_secret_value()
+    else:
+        raise SearchNotConfigured(
+            "no search API key configured: set POLICY_INDEXER_SEARCH_API_KEYS to "
+            '\'{"<key-id>": {"key": "<secret>", "labels": ["public"]}}\' (or ..._FILE)'
+        )
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SearchNotConfigured(f"{where} is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise SearchNotConfigured(f"{where} must be a JSON object of key ids")
+    try:
+        return Credentials.from_mapping(data)
+    except CredentialsError as exc:
+        raise SearchNotConfigured(f"{where}: {exc}") from exc
+
+
+def backfill_part(settings: Settings, backends: Backends, registry: CollectorRegistry,
+                  encoder: CachedEncoder) -> ThreadPart:
+    """The vector backfill as a part: chunks are keyword-searchable at once, vectors follow."""
+    from embeddings.backfill import VectorBackfill  # noqa: PLC0415
+
+    backfill = VectorBackfill(backends.search_index(), encoder,
+                              batch_size=settings.embed_batch_size)
+    stop = threading.Event()
+    return ThreadPart("vector backfill",
+                      lambda: backfill.run_forever(stop, settings.embed_idle_seconds), stop.set)
+
+
+class SearchAndMcp:
+    """One ASGI app: MCP under ``/mcp`` (it owns the lifespan: its session manager), the rest
+    (``POST /search``, ``/healthz``, ``/metrics``) to the search app."""
+
+    def __init__(self, search: ASGIApp, mcp: ASGIApp, mcp_path: str) -> None:
+        self.search, self.mcp, self.mcp_path = search, mcp, mcp_path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan" or str(scope.get("path", "")).startswith(self.mcp_path):
+            await self.mcp(scope, receive, send)
+        else:
+            await self.search(scope, receive, send)
+
+
+def search_app(settings: Settings, service: SearchService,
+               registry: CollectorRegistry) -> SearchAndMcp:
+    """``POST /search``, ``/healthz``, ``/metrics`` and the MCP endpoint at ``/mcp``."""
+    from retrieval.mcp_server import MCP_PATH, streamable_http_app  # noqa: PLC0415
+
+    keys = credentials(settings)
+    metrics = SearchMetrics.create(registry)
+    search = create_search_app(service, keys, registry, metrics=metrics)
+    mcp = streamable_http_app(service, keys, metrics=metrics, host=settings.search_host)
+    return SearchAndMcp(search, mcp, MCP_PATH)
+
+
+def uvicorn_server(app: ASGIApp, host: str, port: int) -> uvicorn.Server:
+    return uvicorn.Server(server_config(app, host, port))
+
+
+def search_once(settings: Settings, request: SearchRequest,
+                labels: frozenset[str]) -> SearchResponse:
+    """One search on the mode's index (``policy-indexer search``)."""
+    backends = open_backends(settings)
+    try:
+        parts = search_service(settings, backends)
+        try:
+            return parts.service.search(request, labels)
+        finally:
+            parts.close()
+    finally:
+        backends.close()
+
+
+def serve_search(settings: Settings) -> None:
+    """``policy-indexer serve``: POST /search and MCP over streamable HTTP, until SIGTERM."""
+    registry = CollectorRegistry()
+    backends = open_backends(settings)
+    with Supervisor() as parts:
+        parts.add_stop("backends", backends.close)
+        search = search_service(settings, backends, registry)
+        parts.add_stop("search", search.close)
+        app = search_app(settings, search.service, registry)
+        log.info("search server starting", host=settings.search_host, port=settings.search_port,
+                 mode=backends.mode, encoder=settings.search_encoder)
+        uvicorn_server(app, settings.search_host, settings.search_port).run()
+
+
+def serve_mcp_stdio(settings: Settings) -> None:
+    """``policy-indexer mcp``: the MCP tool on stdin/stdout, labels of ``mcp_api_key``."""
+    from retrieval.mcp_server import labels_for_key, run_stdio  # noqa: PLC0415
+
+    if settings.mcp_api_key is None:
+        raise SearchNotConfigured(
+            "no POLICY_INDEXER_MCP_API_KEY: the stdio server's caller gets the labels of that "
+            "key (one of POLICY_INDEXER_SEARCH_API_KEYS)")
+    try:
+        labels = labels_for_key(credentials(settings), settings.mcp_api_key.get_secret_value())
+    except LookupError as exc:
+        raise SearchNotConfigured(f"POLICY_INDEXER_MCP_API_KEY: {exc}") from exc
+    backends = open_backends(settings)
+    try:
+        search = search_service(settings, backends)
+        try:
+            run_stdio(search.service, labels)
+        finally:
+            search.close()
+    finally:
+        backends.close()
+
+
+def embed(settings: Settings, *, once: bool) -> int:
+    """``policy-indexer embed``: encode what lacks a vector (``once``: with a progress bar,
+    then exit: a model change's re-embedding job), or keep doing it as a process."""
+    from embeddings.backfill import reembed  # noqa: PLC0415
+
+    registry = CollectorRegistry()
+    backends = open_backends(settings)
+    with Supervisor() as parts:
+        parts.add_stop("backends", backends.close)
+        search = search_service(settings, backends, registry)
+        parts.add_stop("search", search.close)
+        if search.encoder is None:
+            raise SearchNotConfigured("POLICY_INDEXER_SEARCH_ENCODER=none: nothing to embed")
+        if once:
+            return reembed(backends.search_index(), search.encoder, progress=True,
+                           batch_size=settings.embed_batch_size)
+        server = MetricsServer(settings.metrics_host, settings.metrics_port, registry)
+        parts.start(server)
+        parts.start(backfill_part(settings, backends, registry, search.encoder))
+        log.info("vector backfill started", model_id=search.encoder.model_id,
+                 metrics_port=server.port)
+        parts.run_until_stopped()
+    return 0
+
+
+def evaluate_file(settings: Settings, qa_path: Path,
+                  profiles: dict[str, frozenset[str]]) -> EvalReport:
+    """``policy-indexer eval``: the question set against the mode's index."""
+    from retrieval.eval import evaluate, load_rows  # noqa: PLC0415
+
+    rows = load_rows(qa_path)
+    backends = open_backends(settings)
+    try:
+        search = search_service(settings, backends)
+        try:
+            service = search.service
+            unthresholded = SearchService(service.index, service.encoder, threshold=-1e9,
+                                          keyword_threshold=-1e9)
+            return evaluate(service, rows, profiles, unthresholded=unthresholded)
+        finally:
+            search.close()
+    finally:
+        backends.close()

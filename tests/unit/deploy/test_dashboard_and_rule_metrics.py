@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 from prometheus_client import CollectorRegistry
 
+from embeddings.metrics import EmbeddingMetrics
 from metrics import freshness_definitions
 from metrics.definitions import ReindexMetrics, WorkerMetrics
 from webhooks.metrics import WebhookMetrics
@@ -26,6 +27,7 @@ def exported_names() -> set[str]:
     WorkerMetrics.create(registry)
     WebhookMetrics.create(registry)
     ReindexMetrics.create(registry)
+    EmbeddingMetrics.create(registry)
     families = list(registry.collect())
     names = {s.name for m in families for s in m.samples}
     names |= {m.name for m in families if m.type == "gauge"}  # labelled, no child yet

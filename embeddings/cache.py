@@ -74,6 +74,10 @@ class CachedEncoder:
     ``encoder_calls`` (calls to the inner encoder), ``texts_encoded`` (texts it
     encoded), ``cache_hits`` (passages answered without encoding). For passages,
     ``texts_encoded + cache_hits`` is the number of texts asked for.
+
+    A cache that fails (``EmbeddingCacheError``: unreachable, busy) is logged and
+    counted (``cache_errors``), never fatal: a failed read makes every text a
+    miss, a failed write loses only the saving. The vectors are right either way.
     """
 
     def __init__(
@@ -85,6 +89,7 @@ class CachedEncoder:
         self.encoder_calls = 0
         self.texts_encoded = 0
         self.cache_hits = 0
+        self.cache_errors = 0
 
     @property
     def model_id(self) -> str:
@@ -99,7 +104,15 @@ class CachedEncoder:
             return self._inner(texts, kind)
         model_id = self.model_id
         keys = [text_hash(model_id, t) for t in texts]
-        found = self.cache.get_many(model_id, list(dict.fromkeys(texts)))
+        try:
+            found = self.cache.get_many(model_id, list(dict.fromkeys(texts)))
+        except EmbeddingCacheError:
+            # the cache only saves work: without it every text is a miss, and the
+            # vectors are still right
+            log.exception("embedding cache read failed; encoding every text",
+                          model_id=model_id, texts=len(texts))
+            self._cache_failed()
+            found = {}
         for key, vector in list(found.items()):
             if vector.shape != (self.dim,):
                 log.warning("embedding cache vector of the wrong length, re-encoding",
@@ -112,7 +125,12 @@ class CachedEncoder:
         if missing:
             encoded = self._inner(list(missing.values()), kind)
             fresh = dict(zip(missing, encoded, strict=True))
-            self.cache.put_many(model_id, fresh)
+            try:
+                self.cache.put_many(model_id, fresh)
+            except EmbeddingCacheError:
+                log.exception("embedding cache write failed; the vectors are returned anyway",
+                              model_id=model_id, texts=len(fresh))
+                self._cache_failed()
             found.update(fresh)
         hits = len(texts) - len(missing)
         self.cache_hits += hits
@@ -122,6 +140,11 @@ class CachedEncoder:
         for row, key in enumerate(keys):
             out[row] = found[key]
         return out
+
+    def _cache_failed(self) -> None:
+        self.cache_errors += 1
+        if self.metrics is not None:
+            self.metrics.cache_errors.inc()
 
     def _inner(self, texts: Sequence[str], kind: TextKind) -> Vectors:
         vectors = self.encoder.encode(texts, kind=kind)

@@ -2,8 +2,9 @@
 
 One row per key (``text_hash``), with the model id and the vector's length
 beside its little-endian float32 bytes, so a model's rows can be counted or
-dropped: about 2.1 kB on disk per 384-d vector. One connection shared by threads under a lock; a busy database
-(another process writing past the busy timeout) is a ``TransientEmbeddingCacheError``.
+dropped: about 2.1 kB on disk per 384-d vector. One connection shared by threads
+under a lock; a busy database (another process writing past the busy timeout) is a
+``TransientEmbeddingCacheError``.
 The embedded mode keeps it under ``embedded_dir`` as ``embeddings.sqlite3``.
 """
 

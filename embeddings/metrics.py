@@ -10,6 +10,8 @@ nothing is registered at import. One object per process, handed to the
   encoded (cache misses, each distinct text of a call once).
 - ``policy_indexer_embedding_cache_hits_total`` counter: passage texts answered
   without encoding (found in the cache, or a repeat within the same call).
+- ``policy_indexer_embedding_cache_errors_total`` counter: cache reads or writes that
+  failed; the encoder went on without the cache (every text a miss, or the saving lost).
 - ``policy_indexer_vectors_written_total`` counter: chunk vectors the backfill stored.
 - ``policy_indexer_vector_backlog_chunks`` gauge: live chunks without a vector for the
   backfill's model, as of its last look at the index.
@@ -35,6 +37,7 @@ class EmbeddingMetrics:
     encoder_calls: Counter
     texts_encoded: Counter
     cache_hits: Counter
+    cache_errors: Counter
     vectors_written: Counter
     vector_backlog: Gauge
     vector_lag: Gauge
@@ -52,6 +55,9 @@ class EmbeddingMetrics:
                 namespace=ns, registry=registry),
             cache_hits=Counter(
                 "embedding_cache_hits", "Passage texts answered without encoding.",
+                namespace=ns, registry=registry),
+            cache_errors=Counter(
+                "embedding_cache_errors", "Embedding cache reads or writes that failed.",
                 namespace=ns, registry=registry),
             vectors_written=Counter(
                 "vectors_written", "Chunk vectors stored by the backfill.",

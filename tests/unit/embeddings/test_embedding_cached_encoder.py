@@ -7,6 +7,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from embeddings.cache import CachedEncoder, InMemoryEmbeddingCache, text_hash
+from embeddings.errors import EmbeddingCacheError
 from embeddings.hashing import HashingEncoder
 from embeddings.metrics import EmbeddingMetrics
 
@@ -74,3 +75,30 @@ def test_nothing_asked_nothing_done(registry: CollectorRegistry) -> None:
     enc = cached(registry)
     assert enc.encode([]).shape == (0, 64)
     assert (enc.encoder_calls, enc.texts_encoded, enc.cache_hits) == (0, 0, 0)
+
+
+class BrokenCache:
+    """An ``EmbeddingCache`` whose store is gone: every call fails as the real ones do."""
+
+    def get_many(self, model_id: str, texts: object) -> dict[str, np.ndarray]:
+        raise EmbeddingCacheError("embedding cache: read: Elasticsearch unreachable")
+
+    def put_many(self, model_id: str, vectors: object) -> None:
+        raise EmbeddingCacheError("embedding cache: write: Elasticsearch unreachable")
+
+
+def test_a_failing_cache_costs_encodings_never_vectors(registry: CollectorRegistry) -> None:
+    enc = CachedEncoder(HashingEncoder(dim=64), BrokenCache(), EmbeddingMetrics.create(registry))
+    np.testing.assert_array_equal(enc.encode(["a", "b"]), HashingEncoder(dim=64).encode(["a", "b"]))
+    assert (enc.texts_encoded, enc.cache_hits, enc.cache_errors) == (2, 0, 2)  # read and write
+    assert sample(registry, "embedding_cache_errors_total") == 2
+
+
+def test_a_failing_write_still_returns_the_vectors(registry: CollectorRegistry) -> None:
+    class ReadOnly(InMemoryEmbeddingCache):
+        def put_many(self, model_id: str, vectors: object) -> None:
+            raise EmbeddingCacheError("embedding cache: write: database is locked")
+
+    enc = CachedEncoder(HashingEncoder(dim=64), ReadOnly())
+    assert enc.encode(["a"]).shape == (1, 64)
+    assert (enc.texts_encoded, enc.cache_errors) == (1, 1)

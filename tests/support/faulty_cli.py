@@ -13,11 +13,6 @@ import os
 import sys
 from pathlib import Path
 
-# Run as a script, this folder is sys.path[0], and its modules (sources.py...) would
-# shadow the project's packages of the same name.
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
-
 from policy_indexer.cli import main
 from policy_indexer.runtime import faults
 

@@ -250,7 +250,12 @@ def main() -> None:
     parser.add_argument("--encoder", choices=("minilm", "hashing", "none"), default="minilm")
     parser.add_argument("--elasticsearch", default="http://127.0.0.1:9200")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--scale", type=int, default=0,
+                        help="latency only: copies of the library up to N chunks")
     args = parser.parse_args()
+    if args.scale:
+        scale(args)
+        return
 
     docs = final_library(CORPUS)
     rows = [json.loads(line) for line in QA.read_text(encoding="utf-8").splitlines() if line]
@@ -319,6 +324,67 @@ def main() -> None:
                 print("   ", json.dumps(line))
         else:
             print(f"{key}: {value}")
+
+
+def scale(args: argparse.Namespace) -> None:
+    """Latency at N chunks: the library copied under new document ids, vectors with noise.
+
+    Beside it, in the same run, the bare keyword query of the store (FTS5 MATCH, or an
+    Elasticsearch match query) with no filter and no fusion.
+    """
+    docs = final_library(CORPUS)
+    rows = [json.loads(line) for line in QA.read_text(encoding="utf-8").splitlines() if line]
+    inner = make_encoder(args.encoder)
+    rng = np.random.default_rng(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        store, search, close = make_index(args.store, Path(tmp), args.elasticsearch)
+        try:
+            base = load(store, docs)
+            copies = max(0, args.scale // len(base) - 1)
+            vectors = (
+                inner.encode([c.embed_text for c in base]) if inner is not None else None
+            )
+            now = datetime.now(UTC)
+            started = time.perf_counter()
+            for n in range(copies):
+                batch = [c.model_copy(update={
+                    "document_id": f"{c.document_id}-copy{n}",
+                    "chunk_id": c.chunk_id.replace("@", f"-copy{n}@", 1),
+                }) for c in base]
+                store.write_chunks(batch)
+                for doc in {c.document_id for c in batch}:
+                    mine = [c for c in batch if c.document_id == doc]
+                    store.put_state(DocumentState(doc, mine[0].version, now, now,
+                                                  tuple(c.chunk_id for c in mine)))
+                if inner is not None and vectors is not None:
+                    noisy = vectors + rng.normal(0, 0.02, vectors.shape).astype(np.float32)
+                    noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
+                    search.put_vectors(inner.model_id, {
+                        c.chunk_id: v for c, v in zip(batch, noisy, strict=True)})
+            if inner is not None and vectors is not None:
+                search.put_vectors(inner.model_id, {
+                    c.chunk_id: v for c, v in zip(base, vectors, strict=True)})
+            store.refresh()
+            total = len(base) * (copies + 1)
+            print(f"{args.store}: {total} chunks written in {time.perf_counter() - started:.0f} s")
+            svc = SearchService(search, inner)
+            _, latency = run_ours(svc, rows)
+            _, latency = run_ours(svc, rows)  # warm
+            bare = []
+            for row in rows:
+                t0 = time.perf_counter()
+                if args.store == "elasticsearch":
+                    store.client.search(index=store.names.chunks, size=10,
+                                        query={"match": {"text": row["question"]}})
+                elif args.store == "sqlite":
+                    store.search(row["question"], access_labels=["public"], limit=10)
+                bare.append((time.perf_counter() - t0) * 1000)
+            for name, values in (("search_policy", latency), ("bare keyword query", bare)):
+                ordered = sorted(values)
+                print(f"  {name:22s} p50 {statistics.median(values):6.1f} ms   "
+                      f"p95 {ordered[int(0.95 * len(ordered)) - 1]:6.1f} ms")
+        finally:
+            close()
 
 
 def _dense_leg_only(svc: SearchService) -> Callable[..., Any]:

@@ -182,12 +182,9 @@ ORDER BY bm25(chunk_terms), c.chunk_id
 LIMIT :limit
 """  # noqa: S608 - constant SQL, every value is a parameter
 
-VECTOR_CANDIDATES = f"""
-SELECT c.rowid, v.vector
-FROM chunk_vectors AS v
-JOIN chunks AS c ON c.rowid = v.chunk_rowid
-{LIVE_JOIN}
-WHERE v.model_id = :model_id AND {FILTERS}
+ADMITTED_BODIES = f"""
+SELECT c.rowid, c.body FROM chunks AS c {LIVE_JOIN}
+WHERE c.rowid IN (SELECT value FROM json_each(:rowids)) AND {FILTERS}
 """  # noqa: S608
 
 FILTERED = f"""

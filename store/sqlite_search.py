@@ -4,9 +4,11 @@ Every filter is in the SQL (``store.sqlite_schema.FILTERS``). The keyword leg
 is FTS5's BM25 over ``chunk_terms`` (terms analysed in Python, see
 ``store.search_terms``). The dense leg reads the float32 vectors of the rows
 the filters allow and ranks them by dot product (vectors are unit length):
-brute force, which ``bench/bench_retrieval.py`` times; it is linear in the
-chunks that pass the filters (a 384-dim vector is 1.5 kB: 10k chunks are
-15 MB read per query), see docs/search.md for where it stops being fine.
+brute force over a matrix read once and kept until the database changes,
+ranked, then walked in order with the filters checked in SQL a block at a
+time, so the result is exactly the best rows the filters allow; the cost is
+linear in the chunks: 1.5 kB of memory and one dot product per chunk and
+query (docs/search.md has the figures and where it stops being fine).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from chunker.model import Chunk
 from store.search import SearchHit
@@ -24,11 +27,11 @@ from store.search_index import SearchFilters, Vector, check_limit
 from store.search_terms import text_to_embed
 from store.sqlite import SQLiteStore
 from store.sqlite_schema import (
+    ADMITTED_BODIES,
     BY_IDS,
     FILTERED,
     KEYWORD_SEARCH,
     MISSING_VECTORS,
-    VECTOR_CANDIDATES,
 )
 
 MAX_TERMS = 256
@@ -58,6 +61,9 @@ class SQLiteSearchIndex:
 
     def __init__(self, store: SQLiteStore) -> None:
         self.store = store
+        self._cache: dict[
+            str, tuple[tuple[int, int], npt.NDArray[np.int64], npt.NDArray[np.float32]]
+        ] = {}
 
     def keyword_search(
         self, terms: Sequence[str], filters: SearchFilters, limit: int
@@ -75,32 +81,59 @@ class SQLiteSearchIndex:
         self, model_id: str, vector: Vector, filters: SearchFilters, limit: int
     ) -> list[SearchHit]:
         check_limit(limit)
-        rows = self.store._read(
-            "vector search", VECTOR_CANDIDATES, {**_params(filters), "model_id": model_id}
-        )
-        if not rows:
+        rowids, matrix = self._vectors(model_id)
+        if not len(rowids):
             return []
         query = np.asarray(vector, dtype=np.float32)
-        matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
-        matrix = matrix.reshape(len(rows), -1)
         if matrix.shape[1] != query.shape[0]:
             raise ValueError(
                 f"model_id={model_id!r}: stored vectors have {matrix.shape[1]} dimensions, "
                 f"the query {query.shape[0]}"
             )
         scores = matrix @ query
-        best = np.argsort(-scores, kind="stable")[:limit]
-        rowids = [int(rows[i][0]) for i in best]
-        bodies = dict(self.store._read(
-            "vector hits",
-            "SELECT rowid, body FROM chunks WHERE rowid IN (SELECT value FROM json_each(?))",
-            (json.dumps(rowids),),
-        ))
-        return [
-            SearchHit(Chunk.model_validate_json(bodies[r]), float(scores[i]))
-            for r, i in zip(rowids, best, strict=True)
-            if r in bodies
-        ]
+        order = np.argsort(-scores, kind="stable")
+        # Walk the global order, checking the filters in SQL a block at a time (blocks grow
+        # 4x): the first `limit` rows that pass are exactly the best `limit` the filters
+        # allow, and the usual search reads a few dozen rows, not every row's filters.
+        hits: list[SearchHit] = []
+        start, step = 0, max(4 * limit, 64)
+        while len(hits) < limit and start < len(order):
+            block = order[start : start + step]
+            start, step = start + step, step * 4
+            bodies = dict(self.store._read(
+                "vector hits", ADMITTED_BODIES,
+                {**_params(filters), "rowids": json.dumps([int(rowids[i]) for i in block])},
+            ))
+            hits += [
+                SearchHit(Chunk.model_validate_json(bodies[int(rowids[i])]), float(scores[i]))
+                for i in block
+                if int(rowids[i]) in bodies
+            ]
+        return hits[:limit]
+
+    def _vectors(self, model_id: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Every vector of the model, read once and kept until the database changes.
+
+        The key is this connection's change count and SQLite's ``data_version``
+        (which moves when another connection commits), so any write, here or in
+        another process, is seen by the next search: never a stale vector.
+        """
+        with self.store._lock:
+            conn = self.store._conn
+            key = (conn.total_changes, conn.execute("PRAGMA data_version").fetchone()[0])
+        cached = self._cache.get(model_id)
+        if cached is not None and cached[0] == key:
+            return cached[1], cached[2]
+        rows = self.store._read(
+            "read vectors",
+            "SELECT chunk_rowid, vector FROM chunk_vectors WHERE model_id = ? ORDER BY chunk_rowid",
+            (model_id,),
+        )
+        rowids = np.asarray([r for r, _ in rows], dtype=np.int64)
+        matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
+        matrix = matrix.reshape(len(rows), -1) if rows else matrix.reshape(0, 0)
+        self._cache = {model_id: (key, rowids, matrix)}
+        return rowids, matrix
 
     def filtered_chunks(self, filters: SearchFilters, limit: int) -> list[Chunk]:
         rows = self.store._read(

@@ -324,3 +324,22 @@ def test_below_the_dense_threshold_the_answer_is_no_document(index: Index) -> No
     response = service(index, encoder=encoder, threshold=0.5).search(
         ask("app store purchase"), frozenset())
     assert response.status == "no_document" and response.best_score == pytest.approx(0.0, abs=1e-6)
+
+
+def test_the_dense_leg_filters_inside_even_when_the_visible_chunk_ranks_last(
+    index: Index,
+) -> None:
+    chunks = [chunk(f"d{i:03d}", "s", "words", access_labels=["agents"]) for i in range(80)]
+    chunks.append(chunk("open", "s", "words"))
+    index.add(chunks)
+    vectors = {c.chunk_id: unit(1, 0.01 * i) for i, c in enumerate(chunks[:-1])}
+    vectors["open@v1#s"] = unit(0, 1)
+    index.search.put_vectors("lookup@8", vectors)
+    index.store.refresh()
+    query = np.asarray(unit(1, 0), dtype=np.float32)
+    hits = index.search.vector_search("lookup@8", query, SearchFilters(DAY, (), frozenset()), 3)
+    assert [h.chunk_id for h in hits] == ["open@v1#s"]
+    index.search.put_vectors("lookup@8", {"open@v1#s": unit(1, 0)})  # a new vector is seen
+    index.store.refresh()
+    (hit,) = index.search.vector_search("lookup@8", query, SearchFilters(DAY, (), frozenset()), 3)
+    assert hit.score == pytest.approx(1.0, abs=1e-5)

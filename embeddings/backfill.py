@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Protocol
 
 import structlog
@@ -84,6 +84,8 @@ class VectorBackfill:
     def observe_backlog(self) -> int:
         """Ask the index how far behind the vectors are; sets the gauges; returns the count."""
         count, oldest = self.index.vector_backlog(self.model_id)
+        if oldest is not None and oldest.tzinfo is None:
+            oldest = oldest.replace(tzinfo=UTC)  # a naive time from a store is UTC, not local
         self.backlog = count
         self.oldest_missing = oldest if count else None
         if self.metrics is not None:

@@ -210,3 +210,13 @@ def test_reembed_ends_when_the_index_offers_nothing_though_its_backlog_counts_mo
     original = index.vector_backlog
     index.vector_backlog = lambda model_id: (original(model_id)[0] + 3, None)  # type: ignore[method-assign]
     assert reembed(index, encoder, progress=False) == 1
+
+
+def test_a_naive_indexed_at_from_a_store_is_read_as_utc() -> None:
+    index = FakeIndex()
+    index.add("a@v1#x", "x", age_s=120)
+    aware = index.chunks["a@v1#x"][1]
+    index.chunks["a@v1#x"] = ("x", aware.replace(tzinfo=None))  # UTC wall time, no zone
+    backfill = make(index)
+    backfill.observe_backlog()
+    assert 119 <= backfill.lag_seconds() < 180

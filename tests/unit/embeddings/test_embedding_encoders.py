@@ -16,6 +16,7 @@ from embeddings.minilm import MiniLMEncoder
 REFUND = "Refunds: you can ask for your money back within 30 days of the purchase."
 PARAPHRASE = "Customers may get a full refund if they request it within a month of buying."
 UNRELATED = "Our data centre in Frankfurt stores backups of account data for seven days."
+PINNED_HASHING_DIGEST = "176c731c51dd6b43"
 
 
 @pytest.fixture(scope="module")
@@ -126,4 +127,17 @@ def test_minilm_refuses_a_missing_model_file_saying_where(tmp_path: Path) -> Non
         MiniLMEncoder(model_path=tmp_path / "nowhere.onnx")
 
 
-PINNED_HASHING_DIGEST = "176c731c51dd6b43"
+def test_minilm_loads_and_encodes_with_every_network_connection_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing is downloaded at run time: the model and tokenizer come from installed files."""
+    import socket
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"network access attempted: {args!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    encoder = MiniLMEncoder(max_length=32)
+    assert encoder.encode([REFUND]).shape == (1, 384)

@@ -7,6 +7,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from embeddings.cache import CachedEncoder, InMemoryEmbeddingCache, text_hash
+from embeddings.encoder import Encoder
 from embeddings.errors import EmbeddingCacheError
 from embeddings.hashing import HashingEncoder
 from embeddings.metrics import EmbeddingMetrics
@@ -27,7 +28,7 @@ def sample(registry: CollectorRegistry, name: str) -> float | None:
 
 
 def test_it_gives_the_inner_encoders_vectors(registry: CollectorRegistry) -> None:
-    enc = cached(registry)
+    enc: Encoder = cached(registry)  # mypy checks that CachedEncoder is an Encoder
     texts = ["refund", "terms", "refund"]
     np.testing.assert_array_equal(enc.encode(texts), HashingEncoder(dim=64).encode(texts))
     assert (enc.model_id, enc.dim) == ("hashing-v1@64", 64)

@@ -2,7 +2,7 @@
 
 Commands (``policy_indexer.commands``) parse options, call one function of this
 package, and print. Nothing below this package imports it, and nothing imports
-``policy_indexer.commands`` (``tests/unit/test_import_boundaries.py``).
+``policy_indexer.commands`` (``tests/unit/architecture/test_import_boundaries.py``).
 
 - ``backends``: what a mode is made of: the store, the run log and lease, the
   event transport (publisher, consumer, dead letters). One class per mode

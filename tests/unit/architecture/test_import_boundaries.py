@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # Lower layers are the core; a package may import only packages of lower layers.
 LAYER: dict[str, int] = {

@@ -4,6 +4,11 @@ A ``SourceEntry`` is what a listing says of one document: its id, the version
 the source holds, when that version was made, and ``deleted=True`` for a
 source that keeps tombstones (the change log, a CMS that lists deletions).
 A source that forgets deleted documents (a folder) simply does not list them.
+A document the source holds but cannot read (a folder's file without read
+permission, not UTF-8, a FIFO, a symlink loop, too large) is listed with
+``unreadable`` set to the reason, so a listing stays complete: the monitor,
+``status`` and the reconcile show that one document as unreadable instead of
+failing as a whole, or taking it for deleted.
 
 Versions follow the change-event rule: they grow per document at the source,
 and keep growing across a delete, so the index can compare them directly.
@@ -14,18 +19,47 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Protocol
 
 from events.model import ContentType, EventMetadata
 from sources.errors import SourceDataError
 
 
+class UnreadableKind(StrEnum):
+    """Why a document cannot be read; a metric label, so a short fixed set."""
+
+    PERMISSION = "permission"  # the process may not open it
+    ENCODING = "encoding"  # not UTF-8 text
+    BINARY = "binary"  # UTF-8, but with NUL bytes: not a text document
+    FRONT_MATTER = "front_matter"  # bad YAML, version or changed_at, bad <meta>
+    SYMLINK_LOOP = "symlink_loop"  # a symbolic link that never ends in a file
+    OUTSIDE_ROOT = "outside_root"  # a symbolic link to a file outside the library
+    NOT_REGULAR = "not_regular"  # a FIFO, socket, device: never opened
+    TOO_LARGE = "too_large"  # above the configured size bound
+    IO_ERROR = "io_error"  # any other error of the operating system
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """The reason a listed document cannot be read: its kind and a sentence naming the file."""
+
+    kind: UnreadableKind
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}: {self.detail}"
+
+
 @dataclass(frozen=True, slots=True)
 class SourceEntry:
+    """``version`` of an unreadable entry is 0: the source cannot say which version it holds."""
+
     document_id: str
     version: int
     changed_at: datetime  # timezone-aware, UTC
     deleted: bool = False
+    unreadable: Unreadable | None = None
 
 
 @dataclass(frozen=True, slots=True)

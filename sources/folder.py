@@ -16,25 +16,65 @@ rule per library and keep it: the index compares these versions with those of
 the change events.
 
 A deleted file is simply not listed (a folder keeps no tombstones).
+
+A bad file is that file's problem only. ``list_documents`` lists every
+document file; one that cannot be read is listed with ``unreadable`` set
+(``sources.base.Unreadable``: permission, encoding, binary, front matter,
+symlink loop, symlink outside the root, not a regular file, too large), so
+the listing stays complete for the rest and nobody takes the bad file for a
+deleted one. Only a root or a sub-folder that cannot be listed fails the
+whole listing: what it holds is unknown, and calling it gone would delete it.
+
+Reading never blocks and never leaves the library:
+
+- every name is ``lstat``-ed first; a FIFO, socket or device is reported and
+  never opened, and a file is opened with ``O_NONBLOCK | O_NOFOLLOW`` and
+  ``fstat``-ed, so one swapped for a FIFO or a link meanwhile is refused too;
+- a symbolic link is followed only to a regular file inside the root. One
+  that points outside it is reported (``outside_root``), not read: the
+  library is what the folder holds (a link to ``/etc`` in a checkout must not
+  be published to agents), and the watcher only sees changes inside the
+  root, so an outside target would go stale silently. Links to folders are
+  not walked (``os.walk`` default), so a folder link loop cannot recurse;
+- at most ``max_file_bytes`` are read: a bigger file is reported as too large.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import posixpath
 import re
+import stat
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import structlog
 import yaml
 
 from events.model import ContentType, EventMetadata
-from sources.base import SourceDocument, SourceEntry, parse_changed_at, parse_version
+from sources.base import (
+    SourceDocument,
+    SourceEntry,
+    Unreadable,
+    UnreadableKind,
+    parse_changed_at,
+    parse_version,
+)
 from sources.errors import DocumentNotFoundError, SourceDataError, SourceUnavailableError
 from sources.html_meta import html_metadata
 
+log = structlog.get_logger(__name__)
+
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_READ_CHUNK = 1 << 16
+
+# A policy document is some kB; a file above this is a mistake (an export, a log).
+DEFAULT_MAX_FILE_BYTES = 5 * 1024 * 1024
 
 
 # File name endings of documents, and the content type each one is sent as.
@@ -68,6 +108,41 @@ def document_id_for(relative: str) -> str:
     return stem.removesuffix("/index")
 
 
+class UnreadableFileError(SourceDataError):
+    """A document file that cannot be read; ``reason`` says why (kind and detail)."""
+
+    def __init__(self, reason: Unreadable) -> None:
+        super().__init__(str(reason))
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class FolderFile:
+    """One document file as ``lstat``/``stat`` see it, before it is read.
+
+    ``target`` is the file to open (the file itself, or the regular file inside
+    the root a symbolic link points to); ``unreadable`` is set when the stat
+    alone shows it cannot be read (never opened then).
+    """
+
+    relative: str
+    path: Path
+    target: Path
+    size: int
+    mtime: float
+    mtime_ns: int
+    unreadable: Unreadable | None = None
+
+
+def _os_reason(path: Path, exc: OSError, doing: str) -> Unreadable:
+    if isinstance(exc, PermissionError):
+        return Unreadable(UnreadableKind.PERMISSION, f"{path}: cannot {doing}: {exc.strerror}")
+    if exc.errno == errno.ELOOP:
+        return Unreadable(UnreadableKind.SYMLINK_LOOP,
+                          f"{path}: a symbolic link loop ({exc.strerror})")
+    return Unreadable(UnreadableKind.IO_ERROR, f"{path}: cannot {doing}: {exc}")
+
+
 class MarkdownFolderSource:
     def __init__(
         self,
@@ -75,17 +150,25 @@ class MarkdownFolderSource:
         *,
         version_key: str = "version",
         changed_at_key: str = "changed_at",
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     ) -> None:
+        if max_file_bytes < 1:
+            raise ValueError(f"max_file_bytes {max_file_bytes!r} must be at least 1")
         self.root = Path(root)
         self.version_key = version_key
         self.changed_at_key = changed_at_key
+        self.max_file_bytes = max_file_bytes
 
     @property
     def name(self) -> str:
         return "folder"
 
     def files(self) -> Iterator[tuple[str, Path]]:
-        """(relative path with ``/``, path) of every document file, sorted per folder."""
+        """(relative path with ``/``, path) of every document file, sorted per folder.
+
+        Raises ``SourceUnavailableError`` when the root or a folder below it
+        cannot be listed (what it holds is unknown, so nothing may look deleted).
+        """
         if not self.root.is_dir():
             raise SourceUnavailableError(f"source folder {self.root} is not a readable folder")
         def fail(exc: OSError) -> None:
@@ -98,6 +181,105 @@ class MarkdownFolderSource:
                     path = Path(folder) / file_name
                     yield path.relative_to(self.root).as_posix(), path
 
+    def scan(self) -> Iterator[FolderFile]:
+        """Every document file with its stat, unreadable ones included (see ``inspect``)."""
+        for relative, path in self.files():
+            found = self.inspect(relative, path)
+            if found is not None:
+                yield found
+
+    def inspect(self, relative: str, path: Path) -> FolderFile | None:
+        """The file's stat and, if the stat shows it, why it cannot be read; None if gone.
+
+        Never opens the file and never blocks: ``lstat``, then for a symbolic link
+        ``realpath`` and ``stat`` of its target.
+        """
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return self._bad(relative, path, _os_reason(path, exc, "stat it"))
+        target = path
+        if stat.S_ISLNK(st.st_mode):
+            try:
+                target = Path(os.path.realpath(path, strict=True))
+                st = os.stat(target)
+            except FileNotFoundError:
+                return None  # a dangling link: no document there (as if the file were gone)
+            except OSError as exc:
+                return self._bad(relative, path, _os_reason(path, exc, "follow the link"), st)
+            root = Path(os.path.realpath(self.root))
+            if not target.is_relative_to(root):
+                return self._bad(relative, path, Unreadable(
+                    UnreadableKind.OUTSIDE_ROOT,
+                    f"{path}: a symbolic link to {target}, outside the library {root}: not read",
+                ), st)
+        reason: Unreadable | None = None
+        if not stat.S_ISREG(st.st_mode):
+            kind = _file_kind(st.st_mode)
+            reason = Unreadable(UnreadableKind.NOT_REGULAR,
+                                f"{path}: not a regular file ({kind}): not opened")
+        elif st.st_size > self.max_file_bytes:
+            reason = self._too_large(path, st.st_size)
+        return FolderFile(relative, path, target, st.st_size, st.st_mtime, st.st_mtime_ns, reason)
+
+    def _too_large(self, path: Path, size: int) -> Unreadable:
+        return Unreadable(UnreadableKind.TOO_LARGE,
+                          f"{path}: {size} bytes, above the bound of {self.max_file_bytes} bytes")
+
+    @staticmethod
+    def _bad(
+        relative: str, path: Path, reason: Unreadable, st: os.stat_result | None = None
+    ) -> FolderFile:
+        size, mtime, mtime_ns = (st.st_size, st.st_mtime, st.st_mtime_ns) if st else (0, 0.0, 0)
+        return FolderFile(relative, path, path, size, mtime, mtime_ns, reason)
+
+    def read_text(self, file: FolderFile) -> str:
+        """The file's text (newlines as ``open()`` reads them); ``UnreadableFileError`` if not.
+
+        Opened with ``O_NONBLOCK | O_NOFOLLOW`` and checked with ``fstat``: a file
+        swapped for a FIFO or a link since ``inspect`` is refused, never waited on.
+        Raises ``FileNotFoundError`` when the file is gone.
+        """
+        if file.unreadable is not None:
+            raise UnreadableFileError(file.unreadable)
+        path = file.path
+        try:
+            fd = os.open(file.target, _OPEN_FLAGS)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise UnreadableFileError(_os_reason(path, exc, "open it")) from exc
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise UnreadableFileError(Unreadable(
+                    UnreadableKind.NOT_REGULAR,
+                    f"{path}: not a regular file ({_file_kind(st.st_mode)})",
+                ))
+            data = bytearray()
+            while len(data) <= self.max_file_bytes:
+                block = os.read(fd, _READ_CHUNK)
+                if not block:
+                    break
+                data += block
+        except OSError as exc:
+            raise UnreadableFileError(_os_reason(path, exc, "read it")) from exc
+        finally:
+            os.close(fd)
+        if len(data) > self.max_file_bytes:
+            raise UnreadableFileError(self._too_large(path, len(data)))
+        if b"\0" in data:
+            raise UnreadableFileError(Unreadable(
+                UnreadableKind.BINARY, f"{path}: a binary file (NUL bytes), not a text document"))
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UnreadableFileError(Unreadable(
+                UnreadableKind.ENCODING, f"{path}: not UTF-8 text: {exc}")) from exc
+        return text.replace("\r\n", "\n").replace("\r", "\n")  # as open() in text mode
+
     def _front_matter(self, text: str, where: str) -> dict[str, object]:
         match = _FRONT_MATTER.match(text)
         if match is None:
@@ -108,82 +290,96 @@ class MarkdownFolderSource:
             raise SourceDataError(f"{where}: front matter is not valid YAML: {exc}") from exc
         return data if isinstance(data, dict) else {}
 
-    def _entry(self, relative: str, path: Path, text: str | None = None) -> SourceEntry:
-        where = str(path)
+    def _entry(self, file: FolderFile, text: str) -> SourceEntry:
+        """The entry of a file read as ``text``; ``UnreadableFileError`` for bad metadata."""
+        where = str(file.path)
         try:
-            if text is None:
-                text = path.read_text(encoding="utf-8")
-            mtime = path.stat().st_mtime
-        except UnicodeDecodeError as exc:
-            raise SourceDataError(f"{where}: not UTF-8 text: {exc}") from exc
-        except OSError as exc:
-            raise SourceUnavailableError(f"cannot read {where}: {exc}") from exc
-        meta = self._front_matter(text, where) if relative.endswith(".md") else {}
-        raw_version = meta.get(self.version_key)
-        version = int(mtime) if raw_version is None else parse_version(raw_version, where)
-        raw_changed = meta.get(self.changed_at_key)
-        changed_at = (
-            datetime.fromtimestamp(mtime, UTC)
-            if raw_changed is None
-            else parse_changed_at(raw_changed, where)
-        )
-        return SourceEntry(document_id_for(relative), version, changed_at)
+            meta = self._front_matter(text, where) if file.relative.endswith(".md") else {}
+            if content_type_for(file.relative) == "text/html":
+                html_metadata(text, where, file.relative)  # bad <meta> values: refused here too
+            raw_version = meta.get(self.version_key)
+            version = int(file.mtime) if raw_version is None else parse_version(raw_version, where)
+            raw_changed = meta.get(self.changed_at_key)
+            changed_at = (
+                datetime.fromtimestamp(file.mtime, UTC)
+                if raw_changed is None
+                else parse_changed_at(raw_changed, where)
+            )
+        except SourceDataError as exc:
+            raise UnreadableFileError(Unreadable(UnreadableKind.FRONT_MATTER, str(exc))) from exc
+        return SourceEntry(document_id_for(file.relative), version, changed_at)
+
+    def entry_of(self, file: FolderFile) -> SourceEntry | None:
+        """The listing's entry for one file: read, or unreadable with the reason; None if gone."""
+        try:
+            return self._entry(file, self.read_text(file))
+        except FileNotFoundError:
+            return None
+        except UnreadableFileError as exc:
+            return SourceEntry(document_id_for(file.relative), 0,
+                               datetime.fromtimestamp(file.mtime, UTC), unreadable=exc.reason)
 
     def list_documents(self) -> Iterator[SourceEntry]:
+        """Every document, unreadable ones with their reason; one entry per id.
+
+        Two files with one id (``refund.md``, ``refund/index.md``): the first in
+        sorted order is listed, the other logged and left out, as the watcher does.
+        """
         seen: dict[str, str] = {}
-        for relative, path in self.files():
-            entry = self._entry(relative, path)
-            if entry.document_id in seen:
-                raise SourceDataError(
-                    f"{path}: document id {entry.document_id!r} is also "
-                    f"{self.root / seen[entry.document_id]}"
-                )
-            seen[entry.document_id] = relative
+        for file in self.scan():
+            document_id = document_id_for(file.relative)
+            if document_id in seen:
+                log.error("two files have one document id; the second is ignored",
+                          document_id=document_id, kept=str(self.root / seen[document_id]),
+                          ignored=str(file.path))
+                continue
+            entry = self.entry_of(file)
+            if entry is None:
+                continue
+            seen[document_id] = file.relative
+            if entry.unreadable is not None:
+                log.warning("document file unreadable", document_id=document_id,
+                            reason=entry.unreadable.kind.value,
+                            detail=entry.unreadable.detail)
             yield entry
 
-    def _path_of(self, document_id: str) -> tuple[str, Path] | None:
+    def _path_of(self, document_id: str) -> FolderFile | None:
         candidates = [f"{document_id}{suffix}" for suffix in CONTENT_TYPES]
         candidates += [f"{document_id}/index{suffix}" for suffix in CONTENT_TYPES]
         for relative in candidates:
-            path = self.root / relative
-            resolved = path.resolve()
-            if not resolved.is_relative_to(self.root.resolve()):
+            normal = posixpath.normpath(relative)
+            if normal.startswith(("../", "/")) or normal != relative:
                 return None  # "../" in an id never leaves the root
-            if path.is_file():
-                return relative, path
+            found = self.inspect(relative, self.root / relative)
+            if found is not None and not (self.root / relative).is_dir():  # a folder is walked
+                return found
         return None
 
     def get_document(self, document_id: str) -> SourceDocument:
+        """Raises ``DocumentNotFoundError``, or ``UnreadableFileError`` with the reason."""
         found = self._path_of(document_id)
         if found is None:
             raise DocumentNotFoundError(document_id)
-        relative, path = found
-        return self.document_at(relative, path, document_id)
+        return self.document_at(found.relative, found.path, document_id)
 
     def document_at(
         self, relative: str, path: Path, document_id: str | None = None
     ) -> SourceDocument:
         """The document in the file ``path`` (``relative`` to the root), as ``get_document``.
 
-        Raises ``DocumentNotFoundError`` if the file is gone, ``SourceDataError``
-        if it is not UTF-8 or its front matter is bad, ``SourceUnavailableError``
-        if it cannot be read.
+        Raises ``DocumentNotFoundError`` if the file is gone, ``UnreadableFileError``
+        (a ``SourceDataError``) with the reason if it cannot be read as a document.
         """
         document_id = document_id or document_id_for(relative)
+        file = self.inspect(relative, path)
+        if file is None:
+            raise DocumentNotFoundError(document_id)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = self.read_text(file)
         except FileNotFoundError as exc:
             raise DocumentNotFoundError(document_id) from exc
-        except UnicodeDecodeError as exc:
-            raise SourceDataError(f"{path}: not UTF-8 text: {exc}") from exc
-        except OSError as exc:
-            raise SourceUnavailableError(f"cannot read {path}: {exc}") from exc
-        try:
-            entry = self._entry(relative, path, text)
-        except SourceUnavailableError as exc:  # removed between the read and the stat
-            if not path.exists():
-                raise DocumentNotFoundError(document_id) from exc
-            raise
+        entry = self._entry(file, text)
+        html = content_type_for(relative) == "text/html"
         return SourceDocument(
             document_id=document_id,
             version=entry.version,
@@ -192,10 +388,22 @@ class MarkdownFolderSource:
             content_type=content_type_for(relative),
             metadata=(
                 html_metadata(text, str(path), relative)
-                if content_type_for(relative) == "text/html"
+                if html
                 else EventMetadata(source_path=relative)
             ),
         )
 
     def close(self) -> None:
         return None
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return f"mode {stat.filemode(mode)}"

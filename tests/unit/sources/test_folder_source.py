@@ -62,11 +62,11 @@ def test_ids_outside_the_root_or_missing_are_not_found(tmp_path: Path) -> None:
             source.get_document(document_id)
 
 
-def test_two_files_with_one_id_are_refused(tmp_path: Path) -> None:
-    put(tmp_path, "refund.md", "# A\n")
-    put(tmp_path, "refund/index.md", "# B\n")
-    with pytest.raises(SourceDataError, match="'refund' is also"):
-        list(MarkdownFolderSource(tmp_path).list_documents())
+def test_two_files_with_one_id_list_the_first(tmp_path: Path) -> None:
+    put(tmp_path, "refund.md", "# A\n", mtime=1_700_000_000)
+    put(tmp_path, "refund/index.md", "# B\n", mtime=1_700_000_009)
+    assert [(e.document_id, e.version) for e in
+            MarkdownFolderSource(tmp_path).list_documents()] == [("refund", 1_700_000_000)]
 
 
 @pytest.mark.parametrize(
@@ -77,15 +77,20 @@ def test_two_files_with_one_id_are_refused(tmp_path: Path) -> None:
 )
 def test_bad_front_matter_names_the_file(tmp_path: Path, text: str, message: str) -> None:
     put(tmp_path, "bad.md", text)
+    [entry] = MarkdownFolderSource(tmp_path).list_documents()
+    assert entry.unreadable is not None and entry.unreadable.kind.value == "front_matter"
+    assert message in entry.unreadable.detail and "bad.md" in entry.unreadable.detail
     with pytest.raises(SourceDataError, match=message) as info:
-        list(MarkdownFolderSource(tmp_path).list_documents())
+        MarkdownFolderSource(tmp_path).get_document("bad")
     assert "bad.md" in str(info.value)
 
 
 def test_not_utf8_is_a_data_error(tmp_path: Path) -> None:
     (tmp_path / "latin.md").write_bytes(b"caf\xe9")
+    [entry] = MarkdownFolderSource(tmp_path).list_documents()
+    assert entry.unreadable is not None and "not UTF-8" in str(entry.unreadable)
     with pytest.raises(SourceDataError, match="not UTF-8"):
-        list(MarkdownFolderSource(tmp_path).list_documents())
+        MarkdownFolderSource(tmp_path).get_document("latin")
 
 
 def test_a_missing_folder_is_unavailable_not_empty(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -159,28 +160,29 @@ def uvicorn_server(app: ASGIApp, host: str, port: int) -> uvicorn.Server:
     return uvicorn.Server(server_config(app, host, port))
 
 
-def search_once(settings: Settings, request: SearchRequest,
-                labels: frozenset[str]) -> SearchResponse:
-    """One search on the mode's index (``policy-indexer search``)."""
-    backends = open_backends(settings)
-    try:
-        parts = search_service(settings, backends)
-        try:
-            return parts.service.search(request, labels)
-        finally:
-            parts.close()
-    finally:
-        backends.close()
-
-
-def serve_search(settings: Settings) -> None:
-    """``policy-indexer serve``: POST /search and MCP over streamable HTTP, until SIGTERM."""
-    registry = CollectorRegistry()
+@contextmanager
+def searching(settings: Settings,
+              registry: CollectorRegistry | None = None) -> Iterator[tuple[Backends, SearchParts]]:
+    """The mode's backends and the search service over them, closed on exit."""
     backends = open_backends(settings)
     with Supervisor() as parts:
         parts.add_stop("backends", backends.close)
         search = search_service(settings, backends, registry)
         parts.add_stop("search", search.close)
+        yield backends, search
+
+
+def search_once(settings: Settings, request: SearchRequest,
+                labels: frozenset[str]) -> SearchResponse:
+    """One search on the mode's index (``policy-indexer search``)."""
+    with searching(settings) as (_backends, search):
+        return search.service.search(request, labels)
+
+
+def serve_search(settings: Settings) -> None:
+    """``policy-indexer serve``: POST /search and MCP over streamable HTTP, until SIGTERM."""
+    registry = CollectorRegistry()
+    with searching(settings, registry) as (backends, search):
         app = search_app(settings, search.service, registry)
         log.info("search server starting", host=settings.search_host, port=settings.search_port,
                  mode=backends.mode, encoder=settings.search_encoder)
@@ -199,15 +201,8 @@ def serve_mcp_stdio(settings: Settings) -> None:
         labels = labels_for_key(credentials(settings), settings.mcp_api_key.get_secret_value())
     except LookupError as exc:
         raise SearchNotConfigured(f"POLICY_INDEXER_MCP_API_KEY: {exc}") from exc
-    backends = open_backends(settings)
-    try:
-        search = search_service(settings, backends)
-        try:
-            run_stdio(search.service, labels)
-        finally:
-            search.close()
-    finally:
-        backends.close()
+    with searching(settings) as (_backends, search):
+        run_stdio(search.service, labels)
 
 
 def embed(settings: Settings, *, once: bool) -> int:
@@ -216,40 +211,33 @@ def embed(settings: Settings, *, once: bool) -> int:
     from embeddings.backfill import reembed  # noqa: PLC0415
 
     registry = CollectorRegistry()
-    backends = open_backends(settings)
-    with Supervisor() as parts:
-        parts.add_stop("backends", backends.close)
-        search = search_service(settings, backends, registry)
-        parts.add_stop("search", search.close)
+    with searching(settings, registry) as (backends, search):
         if search.encoder is None:
             raise SearchNotConfigured("POLICY_INDEXER_SEARCH_ENCODER=none: nothing to embed")
         if once:
             return reembed(backends.search_index(), search.encoder, progress=True,
                            batch_size=settings.embed_batch_size)
-        server = MetricsServer(settings.metrics_host, settings.metrics_port, registry)
-        parts.start(server)
-        parts.start(backfill_part(settings, backends, registry, search.encoder))
-        log.info("vector backfill started", model_id=search.encoder.model_id,
-                 metrics_port=server.port)
-        parts.run_until_stopped()
+        with Supervisor() as parts:
+            server = MetricsServer(settings.metrics_host, settings.metrics_port, registry)
+            parts.start(server)
+            parts.start(backfill_part(settings, backends, registry, search.encoder))
+            log.info("vector backfill started", model_id=search.encoder.model_id,
+                     metrics_port=server.port)
+            parts.run_until_stopped()
     return 0
 
 
 def evaluate_file(settings: Settings, qa_path: Path,
                   profiles: dict[str, frozenset[str]]) -> EvalReport:
-    """``policy-indexer eval``: the question set against the mode's index."""
+    """``policy-indexer eval``: the question set against the mode's index.
+
+    Unnecessary refusals are measured by asking again with the threshold off.
+    """
     from retrieval.eval import evaluate, load_rows  # noqa: PLC0415
 
     rows = load_rows(qa_path)
-    backends = open_backends(settings)
-    try:
-        search = search_service(settings, backends)
-        try:
-            service = search.service
-            unthresholded = SearchService(service.index, service.encoder, threshold=-1e9,
-                                          keyword_threshold=-1e9)
-            return evaluate(service, rows, profiles, unthresholded=unthresholded)
-        finally:
-            search.close()
-    finally:
-        backends.close()
+    with searching(settings) as (_backends, search):
+        service = search.service
+        unthresholded = SearchService(service.index, service.encoder, threshold=-1e9,
+                                      keyword_threshold=-1e9)
+        return evaluate(service, rows, profiles, unthresholded=unthresholded)

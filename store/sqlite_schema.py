@@ -182,8 +182,8 @@ ORDER BY bm25(chunk_terms), c.chunk_id
 LIMIT :limit
 """  # noqa: S608 - constant SQL, every value is a parameter
 
-ADMITTED_BODIES = f"""
-SELECT c.rowid, c.body FROM chunks AS c {LIVE_JOIN}
+ADMITTED_ROWIDS = f"""
+SELECT c.rowid FROM chunks AS c {LIVE_JOIN}
 WHERE c.rowid IN (SELECT value FROM json_each(:rowids)) AND {FILTERS}
 """  # noqa: S608
 

@@ -27,7 +27,7 @@ from store.search_index import SearchFilters, Vector, check_limit
 from store.search_terms import text_to_embed
 from store.sqlite import SQLiteStore
 from store.sqlite_schema import (
-    ADMITTED_BODIES,
+    ADMITTED_ROWIDS,
     BY_IDS,
     FILTERED,
     KEYWORD_SEARCH,
@@ -95,21 +95,27 @@ class SQLiteSearchIndex:
         # Walk the global order, checking the filters in SQL a block at a time (blocks grow
         # 4x): the first `limit` rows that pass are exactly the best `limit` the filters
         # allow, and the usual search reads a few dozen rows, not every row's filters.
-        hits: list[SearchHit] = []
+        picked: list[int] = []  # indexes into rowids, best first
         start, step = 0, max(4 * limit, 64)
-        while len(hits) < limit and start < len(order):
+        while len(picked) < limit and start < len(order):
             block = order[start : start + step]
             start, step = start + step, step * 4
-            bodies = dict(self.store._read(
-                "vector hits", ADMITTED_BODIES,
+            admitted = {r for (r,) in self.store._read(
+                "vector candidates", ADMITTED_ROWIDS,
                 {**_params(filters), "rowids": json.dumps([int(rowids[i]) for i in block])},
-            ))
-            hits += [
-                SearchHit(Chunk.model_validate_json(bodies[int(rowids[i])]), float(scores[i]))
-                for i in block
-                if int(rowids[i]) in bodies
-            ]
-        return hits[:limit]
+            )}
+            picked += [int(i) for i in block if int(rowids[i]) in admitted]
+        picked = picked[:limit]
+        bodies = dict(self.store._read(
+            "vector hits",
+            "SELECT rowid, body FROM chunks WHERE rowid IN (SELECT value FROM json_each(?))",
+            (json.dumps([int(rowids[i]) for i in picked]),),
+        ))
+        return [
+            SearchHit(Chunk.model_validate_json(bodies[int(rowids[i])]), float(scores[i]))
+            for i in picked
+            if int(rowids[i]) in bodies
+        ]
 
     def _vectors(self, model_id: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """Every vector of the model, read once and kept until the database changes.

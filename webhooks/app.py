@@ -1,4 +1,7 @@
-"""The ASGI app: ``POST /webhooks/cms``, ``GET /healthz``, ``GET /readyz``, ``GET /metrics``.
+"""The ASGI app: ``POST /webhooks/cms``, ``POST /webhooks/<adapter>``, health and metrics.
+
+``/webhooks/cms`` is our own format (``receiver``); each CMS adapter
+(``webhooks.adapters``: github, gitlab, standard...) gets ``/webhooks/<name>``.
 
 ``create_app`` takes everything it uses (config, publisher, metrics registry),
 so tests and the bench build it with their own; nothing is global.
@@ -8,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
 import anyio
@@ -21,6 +24,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from transport.publisher import EventPublisher
+from webhooks.adapters.base import Adapter
+from webhooks.adapters.endpoint import AdapterEndpoint, EndpointLimits
 from webhooks.config import WebhookConfig
 from webhooks.metrics import WebhookMetrics
 from webhooks.receiver import CmsWebhookReceiver
@@ -29,16 +34,25 @@ CMS_ROUTE = "/webhooks/cms"
 
 
 def create_app(
-    config: WebhookConfig,
+    config: WebhookConfig | None,
     publisher: EventPublisher,
     registry: CollectorRegistry,
     *,
     clock: Callable[[], float] = time.time,
     extra_routes: list[Route] | None = None,
+    adapters: Sequence[Adapter] = (),
+    adapter_limits: EndpointLimits | None = None,
 ) -> Starlette:
-    """Build the receiver; ``extra_routes`` lets the bench add its ceiling endpoint."""
+    """Build the receiver; ``extra_routes`` lets the bench add its ceiling endpoint.
+
+    ``config`` None: no ``/webhooks/cms`` (only adapters are configured).
+    """
     metrics = WebhookMetrics.create(registry)
-    receiver = CmsWebhookReceiver(config, publisher, metrics, clock)
+    endpoints = [AdapterEndpoint(a, publisher, metrics, adapter_limits or EndpointLimits(), clock)
+                 for a in adapters]
+    names = [e.route for e in endpoints]
+    if len(set(names)) != len(names) or CMS_ROUTE in names:
+        raise ValueError(f"adapter routes must be unique and not {CMS_ROUTE}: {names}")
 
     async def healthz(_: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
@@ -58,8 +72,11 @@ def create_app(
         threading.Thread(target=publisher.ready, name="publisher-warm-up", daemon=True).start()
         yield
 
-    routes = [
-        Route(CMS_ROUTE, receiver.handle, methods=["POST"]),
+    routes = [Route(e.route, e.handle, methods=["POST"]) for e in endpoints]
+    if config is not None:
+        receiver = CmsWebhookReceiver(config, publisher, metrics, clock)
+        routes.append(Route(CMS_ROUTE, receiver.handle, methods=["POST"]))
+    routes += [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),

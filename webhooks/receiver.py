@@ -72,21 +72,21 @@ class CmsWebhookReceiver:
             parsed = signature.parse(request.headers.get(signature.HEADER))
             signature.check_timestamp(parsed, self._clock(), cfg.timestamp_tolerance_seconds)
         except signature.SignatureError as exc:
-            return await _unread(request, self._unauthorized(request, exc))
+            return await unread(request, self._unauthorized(request, exc))
         content_type = request.headers.get("content-type")
         if not _is_json(content_type):
-            return await _unread(request, _refuse(
+            return await unread(request, refuse(
                 request, 415, "unsupported_media_type",
                 f"Content-Type={content_type!r}; send application/json (UTF-8)"))
         try:
             body = await read_limited(request, cfg.max_body_bytes)
         except BodyTooLarge as exc:
-            return await _unread(request, _refuse(request, 413, "payload_too_large", str(exc)))
+            return await unread(request, refuse(request, 413, "payload_too_large", str(exc)))
         except BadContentLength as exc:
-            return await _unread(request, _refuse(request, 400, "bad_request", str(exc)))
+            return await unread(request, refuse(request, 400, "bad_request", str(exc)))
         except ClientDisconnect:
             # Nobody is left to answer; the response below is for the logs and metrics.
-            return _refuse(request, 400, "client_disconnected", "the client left mid-body")
+            return refuse(request, 400, "client_disconnected", "the client left mid-body")
         self._metrics.payload_bytes.observe(len(body))
         try:
             if len(body) >= _OFFLOAD_BYTES:
@@ -96,9 +96,9 @@ class CmsWebhookReceiver:
         except signature.SignatureError as exc:
             return self._unauthorized(request, exc)
         except InvalidJson as exc:
-            return _refuse(request, 400, "invalid_json", str(exc))
+            return refuse(request, 400, "invalid_json", str(exc))
         except InvalidPayload as exc:
-            return _refuse(request, 422, "invalid_payload", "the payload failed validation",
+            return refuse(request, 422, "invalid_payload", "the payload failed validation",
                            errors=exc.errors)
         return await self._publish(request, event)
 
@@ -121,7 +121,7 @@ class CmsWebhookReceiver:
                "action": event.action.value, "version": event.version}
         retry = {"Retry-After": str(self._config.retry_after_seconds)}
         if self._limiter.available_tokens < 1:
-            return _refuse(request, 503, "overloaded",
+            return refuse(request, 503, "overloaded",
                            "too many events are waiting for Kafka; retry later",
                            headers=retry, **ids)
         started = time.perf_counter()
@@ -131,7 +131,7 @@ class CmsWebhookReceiver:
             outcome = "rejected" if isinstance(exc, PublishRejected) else "unavailable"
             self._metrics.publish_seconds.labels(outcome).observe(time.perf_counter() - started)
             log.warning("kafka did not take the event", error=str(exc), **ids)
-            return _refuse(request, 503, "queue_unavailable",
+            return refuse(request, 503, "queue_unavailable",
                            "the event could not be stored; retry later", headers=retry, **ids)
         elapsed = time.perf_counter() - started
         self._metrics.publish_seconds.labels("ok").observe(elapsed)
@@ -143,10 +143,10 @@ class CmsWebhookReceiver:
     def _unauthorized(self, request: Request, exc: signature.SignatureError) -> JSONResponse:
         self._metrics.signature_failures.labels(exc.reason).inc()
         # The message names the rule broken, never the signature or a secret.
-        return _refuse(request, 401, "unauthorized", str(exc), reason=exc.reason)
+        return refuse(request, 401, "unauthorized", str(exc), reason=exc.reason)
 
 
-async def _unread(request: Request, response: JSONResponse) -> JSONResponse:
+async def unread(request: Request, response: JSONResponse) -> JSONResponse:
     """Answer before (all of) the body is read: drain a small one, else say we will close."""
     try:
         drained = await drain(request, _DRAIN_BYTES)
@@ -180,7 +180,7 @@ def _field_errors(
     return errors
 
 
-def _refuse(
+def refuse(
     request: Request,
     status: int,
     error: str,

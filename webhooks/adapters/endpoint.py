@@ -1,0 +1,114 @@
+"""``POST /webhooks/<adapter>``: the checks every adapter shares, in one order.
+
+1. Content-Type one of the adapter's media types (UTF-8)            → 415
+2. body size, enforced while reading                                → 413
+3. ``adapter.authenticate``: the CMS's scheme, in constant time     → 401 (reason)
+4. ``adapter.handle`` in a worker thread: parse, decide, publish    → 400, 403, 422, 503
+5. answered: ``Accepted`` → 202 with the event count; ``Ignored`` → 202 ``ignored``;
+   a publish that failed → 503 + Retry-After (the CMS retries; redelivery is harmless)
+
+The body is read before the signature is checked because every scheme here
+signs the body (or, for GitLab, is a token the size limit still protects).
+Logs carry the adapter, the status and event counts; never the body, a
+header value or a secret.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import anyio
+import structlog
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse
+
+from transport.publisher import EventPublisher, PublishError
+from webhooks.adapters.base import Accepted, Adapter, AdapterError, WebhookRequest
+from webhooks.body import BadContentLength, BodyTooLarge, read_limited
+from webhooks.metrics import WebhookMetrics
+from webhooks.receiver import refuse, unread
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class EndpointLimits:
+    max_body_bytes: int = 10 * 1024 * 1024
+    retry_after_seconds: int = 5
+
+
+class AdapterEndpoint:
+    def __init__(self, adapter: Adapter, publisher: EventPublisher, metrics: WebhookMetrics,
+                 limits: EndpointLimits, clock: Callable[[], float] = time.time) -> None:
+        self.adapter = adapter
+        self.route = f"/webhooks/{adapter.name}"
+        self._publisher = publisher
+        self._metrics = metrics
+        self._limits = limits
+        self._clock = clock
+
+    async def handle(self, request: Request) -> JSONResponse:
+        content_type = request.headers.get("content-type")
+        if _media_type(content_type) not in self.adapter.media_types:
+            wanted = " or ".join(sorted(self.adapter.media_types))
+            return await unread(request, refuse(
+                request, 415, "unsupported_media_type",
+                f"Content-Type={content_type!r}; send {wanted} (UTF-8)",
+                adapter=self.adapter.name))
+        try:
+            body = await read_limited(request, self._limits.max_body_bytes)
+        except BodyTooLarge as exc:
+            return await unread(request, refuse(request, 413, "payload_too_large", str(exc)))
+        except BadContentLength as exc:
+            return await unread(request, refuse(request, 400, "bad_request", str(exc)))
+        except ClientDisconnect:
+            return refuse(request, 400, "client_disconnected", "the client left mid-body")
+        self._metrics.payload_bytes.observe(len(body))
+        incoming = WebhookRequest({k.lower(): v for k, v in request.headers.items()}, body,
+                                  self._clock())
+        try:
+            self.adapter.authenticate(incoming)
+            outcome = await anyio.to_thread.run_sync(self.adapter.handle, incoming,
+                                                     self._publisher)
+        except AdapterError as exc:
+            return self._refused(request, exc)
+        except PublishError as exc:
+            log.warning("the queue did not take the events", adapter=self.adapter.name,
+                        error=str(exc))
+            return refuse(request, 503, "queue_unavailable",
+                          "the events could not be stored; retry later",
+                          headers={"Retry-After": str(self._limits.retry_after_seconds)},
+                          adapter=self.adapter.name)
+        if not isinstance(outcome, Accepted):
+            log.info("webhook ignored", adapter=self.adapter.name, reason=outcome.reason)
+            return JSONResponse({"status": "ignored", "detail": outcome.reason},
+                                status_code=202)
+        for event in outcome.events:
+            self._metrics.events_accepted.labels(event.action.value).inc()
+        log.info("webhook accepted", adapter=self.adapter.name, events=len(outcome.events),
+                 **outcome.detail)
+        return JSONResponse({"status": "accepted", "events": len(outcome.events),
+                             "document_ids": [e.document_id for e in outcome.events][:1000],
+                             **outcome.detail}, status_code=202)
+
+    def _refused(self, request: Request, exc: AdapterError) -> JSONResponse:
+        headers = None
+        if exc.status == 401:
+            self._metrics.signature_failures.labels(exc.reason).inc()
+        if exc.status == 503:
+            headers = {"Retry-After": str(self._limits.retry_after_seconds)}
+        return refuse(request, exc.status, exc.error, str(exc), errors=exc.errors,
+                      headers=headers, adapter=self.adapter.name, reason=exc.reason)
+
+
+def _media_type(content_type: str | None) -> str | None:
+    """``application/json`` of ``application/json; charset=utf-8``; None for another charset."""
+    if content_type is None:
+        return None
+    media_type, *params = (p.strip().lower() for p in content_type.split(";"))
+    charsets = [p.partition("=")[2].strip('"') for p in params if p.startswith("charset=")]
+    if not all(c in ("utf-8", "utf8") for c in charsets):
+        return None
+    return media_type

@@ -32,18 +32,22 @@ A pass that finds the folder empty while more than one document was
 published live deletes nothing (an unmounted share looks the same) and logs
 an error.
 
-A file that cannot be read as a document (not UTF-8, bad front matter, an id
-the change event refuses) is logged once and skipped: nothing is published,
-and its indexed version stays. A publish that fails stops the pass; the next
-pass (the watcher retries) sends it again: the queue is at-least-once and the
-version guard makes a repeat harmless.
+A file that cannot be read as a document (no read permission, not UTF-8,
+binary, bad front matter, a symbolic link loop or one leaving the root, a FIFO
+or other non-regular file, too large, an id the change event refuses; see
+``sources.folder``) is logged once and skipped: nothing is published, its
+indexed version stays, and it still counts as present (an unreadable file is
+never taken for a deleted one). Non-regular files are never opened.
+
+A publish that fails stops the pass; the next pass (the watcher retries)
+sends it again: the queue is at-least-once and the version guard makes a
+repeat harmless.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import uuid
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
@@ -56,7 +60,13 @@ import structlog
 
 from events.model import Action, ChangeEvent
 from sources.errors import DocumentNotFoundError, SourceDataError
-from sources.folder import MarkdownFolderSource, document_id_for
+from sources.folder import (
+    DEFAULT_MAX_FILE_BYTES,
+    FolderFile,
+    MarkdownFolderSource,
+    UnreadableFileError,
+    document_id_for,
+)
 from sources.watch_state import Published, WatchState
 from store.model import DocumentState
 from transport.publisher import EventPublisher, PublishError
@@ -80,14 +90,6 @@ class SyncReport:
     publish_failed: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class _File:
-    relative: str
-    path: Path
-    size: int
-    mtime_ns: int
-
-
 @dataclass
 class FolderSync:
     root: Path
@@ -95,6 +97,7 @@ class FolderSync:
     state: WatchState
     index: IndexStates | None = None
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     _known: dict[str, Published] | None = field(default=None, init=False)
     _indexed_at_start: dict[str, DocumentState] = field(default_factory=dict, init=False)
     _bad: dict[str, tuple[int, int]] = field(default_factory=dict, init=False)
@@ -102,7 +105,7 @@ class FolderSync:
     _resent: set[str] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
-        self.source = MarkdownFolderSource(self.root)
+        self.source = MarkdownFolderSource(self.root, max_file_bytes=self.max_file_bytes)
 
     def sync(self, touched: Collection[str] = ()) -> SyncReport:
         """Publish every difference between the folder and what was published.
@@ -148,6 +151,15 @@ class FolderSync:
         self._caught_up = True
         return report
 
+    def restart(self) -> None:
+        """Make the next pass a start-up pass again (the watcher restarted after a failure):
+        every file is read, and the index compared, as after a process start."""
+        self._known = None
+        self._indexed_at_start = {}
+        self._bad = {}
+        self._caught_up = False
+        self._resent = set()
+
     def _index_lacks(self, published: Published | None) -> bool:
         """At start-up: the index does not hold what this watcher last published.
 
@@ -174,24 +186,24 @@ class FolderSync:
             return None
         return Published(document_id, indexed.version, indexed.deleted)
 
-    def _scan(self) -> dict[str, _File]:
-        files: dict[str, _File] = {}
-        for relative, path in self.source.files():
-            document_id = document_id_for(relative)
+    def _scan(self) -> dict[str, FolderFile]:
+        """Every document file by id, unreadable ones included (they are not gone)."""
+        files: dict[str, FolderFile] = {}
+        for file in self.source.scan():  # lstat/stat only: nothing is opened here
+            document_id = document_id_for(file.relative)
             if document_id in files:
-                log.error("two files have one document id; the second is ignored",
-                          document_id=document_id, kept=files[document_id].relative,
-                          ignored=relative)
+                if self._bad.get(file.relative) != (file.size, file.mtime_ns):
+                    log.error("two files have one document id; the second is ignored",
+                              document_id=document_id, kept=files[document_id].relative,
+                              ignored=file.relative)
+                    self._bad[file.relative] = (file.size, file.mtime_ns)
                 continue
-            try:
-                st = os.stat(path)
-            except FileNotFoundError:
-                continue  # removed since the listing: the next pass sees it gone
-            files[document_id] = _File(relative, path, st.st_size, st.st_mtime_ns)
+            files[document_id] = file
         return files
 
     def _upsert_if_changed(
-        self, document_id: str, file: _File, published: Published | None, report: SyncReport,
+        self, document_id: str, file: FolderFile, published: Published | None,
+        report: SyncReport,
         *, reread: bool,
     ) -> bool:
         """Publish an upsert if needed; False only when publishing failed."""
@@ -201,10 +213,14 @@ class FolderSync:
             return True  # the very file already published
         if not reread and self._bad.get(file.relative) == (file.size, file.mtime_ns):
             return True  # already reported as unreadable, unchanged since
+        if file.unreadable is not None:
+            return self._skip(file, str(file.unreadable), report)
         try:
             document = self.source.document_at(file.relative, file.path, document_id)
         except DocumentNotFoundError:
             return True  # removed since the listing: the next pass sees it gone
+        except UnreadableFileError as exc:
+            return self._skip(file, str(exc.reason), report)
         except SourceDataError as exc:
             return self._skip(file, str(exc), report)
         self._bad.pop(file.relative, None)
@@ -267,7 +283,7 @@ class FolderSync:
                  version=event.version)
         return True
 
-    def _skip(self, file: _File, reason: str, report: SyncReport) -> bool:
+    def _skip(self, file: FolderFile, reason: str, report: SyncReport) -> bool:
         log.warning("file skipped: not a readable document", path=str(file.path), reason=reason)
         self._bad[file.relative] = (file.size, file.mtime_ns)
         report.skipped_files += 1

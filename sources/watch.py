@@ -19,20 +19,33 @@ folder is handled like the files inside it.
 
 ``start_watcher_thread`` runs a watcher in a daemon thread for a process
 that does other work (the embedded ``policy-indexer run``).
+
+A bad file never stops the watcher (``sources.folder`` lists it as unreadable
+and the pass goes on). A watcher that cannot go on (an unexpected error, the
+notifier failing, the folder gone) does not die silently: the thread logs
+it, says so in ``health()`` (``failed``, with the error, which the embedded
+``/healthz`` serves as 503), and starts the watcher again after a backoff that
+doubles from ``restart_initial_s`` up to ``restart_max_s``; the restarted
+watcher's first pass is a start-up pass (every file read, the index compared),
+so nothing changed meanwhile is missed. Passes that fail because the folder
+or the index cannot be read now are retried at each rescan; three in a row
+make ``health()`` say ``failing``.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import structlog
 import watchfiles
 from watchfiles._rust_notify import RustNotify
 
 from sources.errors import SourceError, SourceUnavailableError
-from sources.folder import is_document_name
+from sources.folder import DEFAULT_MAX_FILE_BYTES, is_document_name
 from sources.folder_sync import FolderSync, IndexStates, SyncReport
 from sources.watch_state import WatchState
 from store.errors import StoreError
@@ -41,6 +54,7 @@ from transport.publisher import EventPublisher
 log = structlog.get_logger(__name__)
 
 STATE_FILE = "folder-watch.sqlite3"
+FAILING_AFTER_PASSES = 3  # failed passes in a row before health() says "failing"
 
 
 @dataclass(frozen=True)
@@ -72,6 +86,9 @@ class FolderWatcher:
     rescan_seconds: float = 5.0
     stop_event: threading.Event = field(default_factory=threading.Event)
     passes: int = field(default=0, init=False)
+    good_passes: int = field(default=0, init=False)
+    failed_passes: int = field(default=0, init=False)  # in a row; 0 after a good pass
+    last_error: str | None = field(default=None, init=False)
     _touched: set[str] = field(default_factory=set, init=False)
 
     def run(self) -> None:
@@ -111,9 +128,13 @@ class FolderWatcher:
         except (SourceError, StoreError) as exc:  # folder or index not readable now
             log.error("folder comparison failed; retrying", folder=str(self.sync.root),
                       error=str(exc))
+            self.failed_passes += 1
+            self.last_error = str(exc)
             return None
         finally:
             self.passes += 1
+        self.failed_passes, self.last_error = 0, None
+        self.good_passes += 1
         changes = len(self._touched)
         if not report.publish_failed:
             self._touched = set()
@@ -135,20 +156,76 @@ def _relative(root: Path, path: str) -> str:
 
 
 class WatcherThread:
-    """A ``FolderWatcher`` in a daemon thread; keeps the exception that ended it."""
+    """A ``FolderWatcher`` in a daemon thread that restarts it with backoff when it fails.
 
-    def __init__(self, watcher: FolderWatcher, state: WatchState) -> None:
+    ``error`` is the exception that ended the thread (only a ``BaseException``
+    that is not an ``Exception``, such as ``SystemExit``, ends it); an ordinary
+    failure is kept in ``health()`` while the watcher waits to start again.
+    """
+
+    def __init__(
+        self,
+        watcher: FolderWatcher,
+        state: WatchState,
+        *,
+        restart_initial_s: float = 1.0,
+        restart_max_s: float = 60.0,
+    ) -> None:
+        if not 0 < restart_initial_s <= restart_max_s:
+            raise ValueError(f"restart_initial_s {restart_initial_s!r} must be > 0 and at most "
+                             f"restart_max_s {restart_max_s!r}")
         self.watcher = watcher
         self.error: BaseException | None = None
+        self.restarts = 0
+        self.restart_initial_s = restart_initial_s
+        self.restart_max_s = restart_max_s
+        self._failure: str | None = None  # the failure being recovered from
+        self._good_at_failure = 0  # the watcher's good passes then: one more clears it
         self._state = state
         self._thread = threading.Thread(target=self._run, name="folder-watcher", daemon=True)
 
     def _run(self) -> None:
-        try:
-            self.watcher.run()
-        except BaseException as exc:  # handed to the caller, which decides
-            log.error("folder watcher failed", error=repr(exc))
-            self.error = exc
+        delay = self.restart_initial_s
+        stop = self.watcher.stop_event
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                self.watcher.run()
+                return
+            except Exception as exc:  # any failure: say so, start again
+                self._failure = f"{type(exc).__name__}: {exc}"
+                self._good_at_failure = self.watcher.good_passes
+                log.error("folder watcher failed; restarting", error=repr(exc),
+                          restart_in_s=delay, restarts=self.restarts)
+            except BaseException as exc:  # SystemExit and the like: the process is ending
+                log.error("folder watcher failed", error=repr(exc))
+                self.error = exc
+                return
+            if time.monotonic() - started > self.restart_max_s:
+                delay = self.restart_initial_s  # it had been running for long: a fresh failure
+            if stop.wait(delay):
+                return
+            delay = min(delay * 2, self.restart_max_s)
+            self.restarts += 1
+            self.watcher.sync.restart()
+
+    def health(self) -> dict[str, Any]:
+        """``ok``; ``failed`` while restarting after a failure; ``failing`` after failed passes.
+
+        ``failed`` lasts until the restarted watcher completes a pass.
+        """
+        watcher = self.watcher
+        if self._failure is not None and watcher.good_passes > self._good_at_failure:
+            self._failure = None  # the restarted watcher compared the folder: recovered
+        if not self._thread.is_alive() and self._thread.ident is not None \
+                and not watcher.stop_event.is_set():
+            return {"status": "failed", "error": repr(self.error), "restarts": self.restarts}
+        if self._failure is not None:
+            return {"status": "failed", "error": self._failure, "restarts": self.restarts}
+        if watcher.failed_passes >= FAILING_AFTER_PASSES:
+            return {"status": "failing", "error": watcher.last_error,
+                    "failed_passes": watcher.failed_passes, "restarts": self.restarts}
+        return {"status": "ok", "restarts": self.restarts}
 
     @property
     def folder(self) -> Path:
@@ -178,18 +255,24 @@ def start_watcher_thread(
     index: IndexStates | None = None,
     debounce_ms: int = 400,
     rescan_seconds: float = 5.0,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    restart_initial_s: float = 1.0,
+    restart_max_s: float = 60.0,
 ) -> WatcherThread:
     """Watch ``folder`` in a thread, publishing to ``publisher``; returns the running thread.
 
     ``state_path``: the watcher's state file (``STATE_FILE`` beside the index is
     the usual place). ``index``: the store the events end up in (its states
-    are a version floor and the start-up comparison). Raises
+    are a version floor and the start-up comparison). ``max_file_bytes``: larger
+    files are reported as unreadable. ``restart_*``: the backoff of a watcher
+    that failed (see the module docstring). Raises
     ``SourceUnavailableError`` when the folder or the state file cannot be opened.
     """
     root = Path(folder)
     if not root.is_dir():
         raise SourceUnavailableError(f"folder to watch {str(root)!r} is not a folder")
     state = WatchState(state_path)
-    sync = FolderSync(root, publisher, state, index=index)
+    sync = FolderSync(root, publisher, state, index=index, max_file_bytes=max_file_bytes)
     watcher = FolderWatcher(sync, debounce_ms=debounce_ms, rescan_seconds=rescan_seconds)
-    return WatcherThread(watcher, state).start()
+    return WatcherThread(watcher, state, restart_initial_s=restart_initial_s,
+                         restart_max_s=restart_max_s).start()

@@ -161,7 +161,8 @@ import json, sys
 from sources.folder import MarkdownFolderSource
 out = {}
 for e in MarkdownFolderSource(sys.argv[1]).list_documents():
-    out[e.document_id] = None if e.unreadable is None else [e.unreadable.kind.value, str(e.unreadable)]
+    bad = e.unreadable
+    out[e.document_id] = None if bad is None else [bad.kind.value, str(bad)]
 print(json.dumps(out))
 """
 

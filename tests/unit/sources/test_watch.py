@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 import pytest
@@ -12,7 +12,9 @@ from support.webhooks import MemoryPublisher
 
 from events.model import ChangeEvent
 from sources.errors import SourceUnavailableError
-from sources.watch import RelevantChanges, WatcherThread, start_watcher_thread
+from sources.folder_sync import FolderSync, SyncReport
+from sources.watch import FolderWatcher, RelevantChanges, WatcherThread, start_watcher_thread
+from sources.watch_state import WatchState
 from store.errors import TransientStoreError
 from store.memory import InMemoryStore
 from store.model import DocumentState
@@ -133,3 +135,66 @@ def test_an_index_that_cannot_be_read_is_retried_and_the_watcher_goes_on(tmp_pat
     finally:
         thread.stop()
     assert thread.error is None
+
+
+class BrokenSync(FolderSync):
+    """A comparison that hits an unexpected error (a bug, an OS error) ``failures`` times."""
+
+    failures = 2
+
+    def sync(self, touched: Collection[str] = ()) -> SyncReport:
+        if self.failures > 0:
+            self.failures -= 1
+            raise OSError(24, "Too many open files")
+        return super().sync(touched)
+
+
+def test_a_watcher_that_cannot_go_on_says_so_and_restarts_with_backoff(tmp_path: Path) -> None:
+    (tmp_path / "library").mkdir()
+    (tmp_path / "library" / "refunds.md").write_text("## Window\n")
+    publisher = MemoryPublisher()
+    state = WatchState(tmp_path / "s.sqlite3")
+    sync = BrokenSync(tmp_path / "library", publisher, state)
+    thread = WatcherThread(FolderWatcher(sync, rescan_seconds=0.2), state,
+                           restart_initial_s=0.3, restart_max_s=0.6).start()
+    try:
+        wait_for(lambda: thread.health()["status"] == "failed")
+        health = thread.health()
+        assert "Too many open files" in health["error"], health
+        assert thread.is_alive()  # waiting to start again, not dead
+        wait_for(lambda: seen(publisher) == [("refunds", "upsert")])
+        assert thread.restarts == 2
+        wait_for(lambda: thread.health()["status"] == "ok")
+        (tmp_path / "library" / "promo.md").write_text("## Offer\n")
+        wait_for(lambda: ("promo", "upsert") in seen(publisher))  # follows the folder again
+    finally:
+        thread.stop()
+    assert not thread.is_alive() and thread.error is None
+
+
+def test_a_stop_during_the_backoff_ends_the_thread_at_once(tmp_path: Path) -> None:
+    (tmp_path / "library").mkdir()
+    state = WatchState(tmp_path / "s.sqlite3")
+    sync = BrokenSync(tmp_path / "library", MemoryPublisher(), state)
+    sync.failures = 10**6
+    thread = WatcherThread(FolderWatcher(sync), state, restart_initial_s=30,
+                           restart_max_s=60).start()
+    wait_for(lambda: thread.health()["status"] == "failed")
+    started = time.monotonic()
+    thread.stop(timeout_s=5)
+    assert not thread.is_alive() and time.monotonic() - started < 5
+
+
+def test_passes_that_keep_failing_make_health_say_failing(tmp_path: Path) -> None:
+    (tmp_path / "library").mkdir()
+    publisher, index = MemoryPublisher(), FlakyIndex()
+    index.failures = 10**6
+    thread = start_watcher_thread(tmp_path / "library", publisher, index=index,
+                                  state_path=tmp_path / "s.sqlite3", rescan_seconds=0.05)
+    try:
+        wait_for(lambda: thread.health()["status"] == "failing")
+        assert "index locked" in thread.health()["error"]
+        index.failures = 0
+        wait_for(lambda: thread.health()["status"] == "ok")
+    finally:
+        thread.stop()

@@ -1,7 +1,8 @@
 """Build a source from configuration (``policy_indexer.settings`` hands the values in).
 
 ``SourceConfig`` is the edge: it checks that the kind has what it needs (a URL
-for ``cms``, a path for ``folder`` and ``changelog``) and names the missing key.
+for ``cms``, a path for ``folder`` and ``changelog``, both for ``git``: the
+remote and the mirror) and names the missing key.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from sources.base import Source
 from sources.changelog import ChangeLogSource
 from sources.cms import CmsApiSource, parse_header
 from sources.folder import MarkdownFolderSource
+from sources.git import GitSource
 
-SourceKind = Literal["cms", "folder", "changelog"]
+SourceKind = Literal["cms", "folder", "changelog", "git"]
 
 
 class SourceConfig(BaseModel):
@@ -27,7 +29,11 @@ class SourceConfig(BaseModel):
     auth_header: SecretStr | None = Field(
         None, description="cms: one header sent with every request, 'Name: value'."
     )
-    path: Path | None = Field(None, description="folder: root folder; changelog: the log file.")
+    path: Path | None = Field(
+        None, description="folder: root folder; changelog: the log file; git: the local mirror."
+    )
+    git_branch: str = Field("main", min_length=1, description="git: the library's branch.")
+    git_path_prefix: str = Field("", description="git: the library's folder in the repository.")
     page_size: int = Field(500, ge=1, le=10_000)
     timeout_seconds: float = Field(10.0, gt=0)
 
@@ -35,8 +41,10 @@ class SourceConfig(BaseModel):
     def _has_what_the_kind_needs(self) -> Self:
         if self.kind == "cms" and not self.url:
             raise ValueError("source kind 'cms' needs source_url")
-        if self.kind in ("folder", "changelog") and self.path is None:
+        if self.kind in ("folder", "changelog", "git") and self.path is None:
             raise ValueError(f"source kind {self.kind!r} needs source_path")
+        if self.kind == "git" and not self.url:
+            raise ValueError("source kind 'git' needs source_url (the remote to fetch)")
         if self.auth_header is not None:
             parse_header(self.auth_header.get_secret_value())
         return self
@@ -57,4 +65,7 @@ def open_source(config: SourceConfig) -> Source:
         raise ValueError(f"source kind {config.kind!r} needs source_path")
     if config.kind == "folder":
         return MarkdownFolderSource(config.path)
+    if config.kind == "git":
+        return GitSource(str(config.url), config.path, branch=config.git_branch,
+                         path_prefix=config.git_path_prefix, timeout_seconds=config.timeout_seconds)
     return ChangeLogSource(config.path)

@@ -255,8 +255,13 @@ class GitSource:
         return head if head is not None else self.fetch()
 
     def list_documents(self) -> Iterator[SourceEntry]:
-        """Every document at the mirror's branch head (fetched first if there is no mirror)."""
-        head = self._head_or_fetch()
+        """Every document at the remote's branch head: fetched first, so a lost push shows as lag.
+
+        The published head does not move: the changes are published by the
+        next push or poll, and until then the monitor sees the index behind.
+        """
+        with self._lock, _FileLock(self.mirror / _LOCK_FILE):
+            head = self.fetch()
         versions, last = self._versions(head)
         entries = [SourceEntry(d, versions[d], last[d]) for d in self._documents_at(head)
                    if d in versions]

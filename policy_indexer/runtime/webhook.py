@@ -1,33 +1,51 @@
-"""The webhook receiver built from settings: its config, its app, its process."""
+"""The webhook receiver built from settings: its config, its adapters, its app, its process."""
 
 from __future__ import annotations
 
 import structlog
 from prometheus_client import CollectorRegistry
+from pydantic import SecretStr
 from starlette.applications import Starlette
 
 from policy_indexer.runtime.backends import KafkaBackends
+from policy_indexer.runtime.sources import open_git_source
 from policy_indexer.settings import Settings
 from transport.publisher import EventPublisher
+from webhooks.adapters.base import Adapter
+from webhooks.adapters.endpoint import EndpointLimits
+from webhooks.adapters.git_push import GitPushTarget
+from webhooks.adapters.github import GitHubPushAdapter
+from webhooks.adapters.gitlab import GitLabPushAdapter
+from webhooks.adapters.standard import StandardWebhooksAdapter, decode_secret
 from webhooks.app import CMS_ROUTE, create_app
 from webhooks.config import WebhookConfig
 from webhooks.serve import serve
 
 log = structlog.get_logger(__name__)
 
+MISSING_SECRETS_MESSAGE = (
+    "no webhook secret configured: set POLICY_INDEXER_WEBHOOK_SECRETS='[\"<secret>\"]' "
+    "(POST /webhooks/cms) or an adapter's: POLICY_INDEXER_WEBHOOK_GITHUB_SECRETS, "
+    "POLICY_INDEXER_WEBHOOK_GITLAB_TOKENS, POLICY_INDEXER_WEBHOOK_STANDARD_SECRETS"
+)
+
 
 class WebhookNotConfigured(ValueError):
     """No secret, or a secret that cannot be used; the message says which setting."""
 
 
+def webhook_enabled(settings: Settings) -> bool:
+    """Is any route of the receiver configured (each needs its secret)?"""
+    return bool(settings.webhook_secrets or settings.webhook_github_secrets
+                or settings.webhook_gitlab_tokens or settings.webhook_standard_secrets)
+
+
 def webhook_config(settings: Settings) -> WebhookConfig:
     if not settings.webhook_secrets:
-        raise WebhookNotConfigured(
-            "no webhook secret configured: set POLICY_INDEXER_WEBHOOK_SECRETS='[\"<secret>\"]'"
-        )
+        raise WebhookNotConfigured(MISSING_SECRETS_MESSAGE)
     try:
         return WebhookConfig(
-            secrets=tuple(s.get_secret_value().encode("utf-8") for s in settings.webhook_secrets),
+            secrets=_utf8(settings.webhook_secrets),
             timestamp_tolerance_seconds=settings.webhook_timestamp_tolerance_seconds,
             max_body_bytes=settings.webhook_max_body_bytes,
             retry_after_seconds=settings.webhook_retry_after_seconds,
@@ -36,10 +54,60 @@ def webhook_config(settings: Settings) -> WebhookConfig:
         raise WebhookNotConfigured(str(exc)) from exc
 
 
+def webhook_adapters(settings: Settings) -> list[Adapter]:
+    """The adapters whose secrets are set; raises ``WebhookNotConfigured`` naming the setting."""
+    adapters: list[Adapter] = []
+    try:
+        if settings.webhook_github_secrets or settings.webhook_gitlab_tokens:
+            target = _git_target(settings)
+            if settings.webhook_github_secrets:
+                adapters.append(GitHubPushAdapter(_utf8(settings.webhook_github_secrets), target))
+            if settings.webhook_gitlab_tokens:
+                adapters.append(GitLabPushAdapter(_utf8(settings.webhook_gitlab_tokens), target))
+        if settings.webhook_standard_secrets:
+            keys = [decode_secret(s.get_secret_value()) for s in settings.webhook_standard_secrets]
+            adapters.append(StandardWebhooksAdapter(
+                keys, tolerance_seconds=settings.webhook_timestamp_tolerance_seconds))
+    except ValueError as exc:
+        raise WebhookNotConfigured(str(exc)) from exc
+    return adapters
+
+
+def webhook_routes(settings: Settings) -> list[str]:
+    """The POST routes the receiver serves with these settings."""
+    routes = [CMS_ROUTE] if settings.webhook_secrets else []
+    names = {"webhook_github_secrets": "github", "webhook_gitlab_tokens": "gitlab",
+             "webhook_standard_secrets": "standard"}
+    return routes + [f"/webhooks/{n}" for key, n in names.items() if getattr(settings, key)]
+
+
+def _git_target(settings: Settings) -> GitPushTarget:
+    source = open_git_source(settings)
+    if source is None:
+        raise WebhookNotConfigured(
+            "GitHub/GitLab push webhooks need the Git source: set POLICY_INDEXER_SOURCE_KIND=git, "
+            "POLICY_INDEXER_SOURCE_URL=<remote> and POLICY_INDEXER_SOURCE_PATH=<mirror folder>")
+    if not settings.git_repository:
+        raise WebhookNotConfigured(
+            "GitHub/GitLab push webhooks need POLICY_INDEXER_GIT_REPOSITORY (owner/name) to "
+            "accept pushes of that repository only")
+    return GitPushTarget(settings.git_repository, settings.git_branch, source)
+
+
+def _utf8(secrets: list[SecretStr]) -> tuple[bytes, ...]:
+    return tuple(s.get_secret_value().encode("utf-8") for s in secrets)
+
+
 def webhook_app(
     settings: Settings, publisher: EventPublisher, registry: CollectorRegistry
 ) -> Starlette:
-    return create_app(webhook_config(settings), publisher, registry)
+    if not webhook_enabled(settings):
+        raise WebhookNotConfigured(MISSING_SECRETS_MESSAGE)
+    config = webhook_config(settings) if settings.webhook_secrets else None
+    limits = EndpointLimits(max_body_bytes=settings.webhook_max_body_bytes,
+                            retry_after_seconds=settings.webhook_retry_after_seconds)
+    return create_app(config, publisher, registry, adapters=webhook_adapters(settings),
+                      adapter_limits=limits)
 
 
 def serve_webhook(settings: Settings) -> None:
@@ -48,11 +116,14 @@ def serve_webhook(settings: Settings) -> None:
     Kafka may be down at start: the receiver still starts, answers 503 (with
     Retry-After) and ``/readyz`` 503 until it can reach the broker.
     """
-    config = webhook_config(settings)
     publisher = KafkaBackends.publisher_for(settings)
-    app = create_app(config, publisher, CollectorRegistry())
+    try:
+        app = webhook_app(settings, publisher, CollectorRegistry())
+    except BaseException:
+        publisher.close()
+        raise
     log.info("webhook receiver starting", host=settings.webhook_host, port=settings.webhook_port,
-             route=CMS_ROUTE, topic=settings.kafka_topic, secrets=len(config.secrets))
+             routes=webhook_routes(settings), topic=settings.kafka_topic)
     try:
         serve(app, settings.webhook_host, settings.webhook_port)
     finally:

@@ -96,8 +96,9 @@ class Settings(BaseSettings):
     webhook_retry_after_seconds: int = Field(5, ge=1, description="Retry-After sent with a 503.")
 
     # Sources and the freshness monitor (issue 6) ------------------------
-    source_kind: Literal["cms", "folder", "changelog"] | None = Field(
-        None, description="Where the library lives: 'cms' (HTTP JSON API), 'folder', 'changelog'."
+    source_kind: Literal["cms", "folder", "changelog", "git"] | None = Field(
+        None, description="Where the library lives: 'cms' (HTTP JSON API), 'folder', 'changelog', "
+        "'git' (source_url: the remote; source_path: the local mirror)."
     )
     source_url: str | None = Field(None, description="cms: base URL of the CMS API.")
     source_auth_header: SecretStr | None = Field(
@@ -212,6 +213,36 @@ class Settings(BaseSettings):
     embed_idle_seconds: float = Field(
         1.0, gt=0, description="The vector backfill looks for chunks without vectors this often."
     )
+
+    # CMS adapters (issue 16) ---------------------------------------------
+    # POST /webhooks/<adapter>; each adapter is on when its secrets are set. One
+    # secret, or two while rotating, as a JSON list (16+ bytes each).
+    webhook_github_secrets: list[SecretStr] = Field(
+        default_factory=list, max_length=2,
+        description="GitHub push: the webhook's secret(s) (X-Hub-Signature-256).",
+    )
+    webhook_gitlab_tokens: list[SecretStr] = Field(
+        default_factory=list, max_length=2,
+        description="GitLab push: the webhook's secret token(s) (X-Gitlab-Token).",
+    )
+    webhook_standard_secrets: list[SecretStr] = Field(
+        default_factory=list, max_length=2,
+        description="Standard Webhooks: whsec_<base64> secret(s) of the relay that sends our "
+        "payload (webhook-signature); the tolerance is webhook_timestamp_tolerance_seconds.",
+    )
+    git_repository: str | None = Field(
+        None, description="The repository pushes are accepted for: GitHub 'owner/name', GitLab "
+        "'group/project' (with source_kind 'git').",
+    )
+    git_branch: str = Field("main", min_length=1, description="The branch that is the library.")
+    git_path_prefix: str = Field(
+        "", description="The library's folder inside the repository ('' for the root)."
+    )
+    git_poll_interval_seconds: float | None = Field(
+        None, gt=0, description="Polling mode: the embedded run fetches the branch this often "
+        "and publishes its changes, no webhook needed (None: off).",
+    )
+    git_timeout_seconds: float = Field(120.0, gt=0, description="A git fetch gives up after this.")
 
     @field_validator("reindex_timezone")
     @classmethod

@@ -11,7 +11,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("policy_indexer.commands.run:run",
             "Run the indexing pipeline (embedded by default; PIPELINE=kafka for the workers)."),
     "webhook": ("policy_indexer.commands.webhook:webhook",
-                "Serve POST /webhooks/cms, /healthz, /readyz and /metrics."),
+                "Serve the webhook receiver (/webhooks/cms, adapters); `sign`/`send` test it."),
     "replay": ("policy_indexer.commands.replay:replay",
                "Publish a corpus change log (shared/corpora format) as ChangeEvents, in order."),
     "status": ("policy_indexer.commands.status:status",

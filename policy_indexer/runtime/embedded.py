@@ -57,8 +57,8 @@ from policy_indexer.runtime.parts import (
     ThreadPart,
 )
 from policy_indexer.runtime.search import backfill_part, search_app, search_service
-from policy_indexer.runtime.sources import open_configured_source
-from policy_indexer.runtime.webhook import webhook_app
+from policy_indexer.runtime.sources import git_poller_part, open_configured_source
+from policy_indexer.runtime.webhook import webhook_app, webhook_enabled, webhook_routes
 from policy_indexer.settings import Settings
 from reindex.errors import LeaseError
 from sources.errors import SourceError
@@ -135,6 +135,11 @@ def _start(settings: Settings, backends: EmbeddedBackends, parts: Supervisor,
         f"  metrics:   {server.url}/metrics  health: /healthz",
     ]
     lines.append(f"  webhook:   {_start_webhook(settings, backends.publisher(), registry, parts)}")
+    poller = git_poller_part(settings, backends.publisher())  # issue 16: Git polling mode
+    if poller is not None:
+        parts.start(poller)
+        every = settings.git_poll_interval_seconds
+        lines.append(f"  git poll:  {settings.source_url} every {every:g} s")
     try:
         watcher = start_folder_watcher(settings, backends)
     except SourceError as exc:
@@ -233,13 +238,14 @@ class UvicornThread:
 
 def _start_webhook(settings: Settings, publisher: EventPublisher, registry: CollectorRegistry,
                    parts: Supervisor) -> str:
-    if not settings.webhook_secrets:
+    if not webhook_enabled(settings):
         return "off (no POLICY_INDEXER_WEBHOOK_SECRETS: it only accepts signed requests)"
     receiver = UvicornThread("webhook receiver", webhook_app(settings, publisher, registry),
                              settings.webhook_host, settings.webhook_port,
                              "POLICY_INDEXER_WEBHOOK_PORT")
     parts.start(receiver)
-    return f"{receiver.url}/webhooks/cms (signed, into the local queue)"
+    routes = ", ".join(receiver.url + route for route in webhook_routes(settings))
+    return f"{routes} (signed, into the local queue)"
 
 
 def _start_search(settings: Settings, backends: EmbeddedBackends,

@@ -23,17 +23,12 @@ part cannot start or dies.
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pydantic
 import structlog
-import uvicorn
 from prometheus_client import CollectorRegistry
-from starlette.types import ASGIApp
 
 from consumers.retry import HealthState
 from embeddings.errors import EmbeddingError
@@ -57,6 +52,7 @@ from policy_indexer.runtime.parts import (
     ThreadPart,
 )
 from policy_indexer.runtime.search import backfill_part, search_app, search_service
+from policy_indexer.runtime.servers import UvicornThread
 from policy_indexer.runtime.sources import git_poller_part, open_configured_source
 from policy_indexer.runtime.webhook import webhook_app, webhook_enabled, webhook_routes
 from policy_indexer.settings import Settings
@@ -67,7 +63,6 @@ from store.errors import StoreError
 from store.sqlite import SQLiteStore
 from transport.local_queue import ConsumerBusy, QueueError
 from transport.publisher import EventPublisher
-from webhooks.serve import server_config
 
 log = structlog.get_logger(__name__)
 
@@ -192,48 +187,6 @@ def start_folder_watcher(settings: Settings, backends: EmbeddedBackends) -> Watc
 def _watcher_part(watcher: WatcherThread) -> CallbackPart:
     """The watcher runs its own thread; the part is its stop and its liveness."""
     return CallbackPart("folder watcher", watcher.stop, watcher.is_alive, lambda: watcher.error)
-
-
-class UvicornThread:
-    """An ASGI app served by uvicorn in a thread (its own event loop); a ``Part``."""
-
-    error = None
-
-    def __init__(self, name: str, app: ASGIApp, host: str, port: int, setting: str) -> None:
-        self.name = name
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            self._socket.bind((host, port))
-        except OSError as exc:
-            self._socket.close()
-            raise PartError(f"{name} cannot listen on {host}:{port} ({setting}): {exc}") from exc
-        self.port: int = self._socket.getsockname()[1]
-        self.url = f"http://{host}:{self.port}"
-        self._server = uvicorn.Server(server_config(app, host, self.port))
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._socket]},
-            name=name.replace(" ", "-"), daemon=True,
-        )
-
-    def start(self, timeout_s: float = 10.0) -> None:
-        self._thread.start()
-        deadline = time.monotonic() + timeout_s
-        while not self._server.started and self._thread.is_alive():
-            if time.monotonic() > deadline:
-                break
-            time.sleep(0.01)
-        if not self._server.started:
-            self.stop()
-            raise PartError(f"{self.name} did not start on {self.url}")
-
-    def alive(self) -> bool:
-        return self._thread.is_alive()
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(PART_STOP_TIMEOUT_S)
-        self._socket.close()
 
 
 def _start_webhook(settings: Settings, publisher: EventPublisher, registry: CollectorRegistry,

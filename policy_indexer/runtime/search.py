@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import structlog
-import uvicorn
 from prometheus_client import CollectorRegistry
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -28,13 +27,13 @@ from embeddings.metrics import EmbeddingMetrics
 from policy_indexer.runtime.backends import Backends, open_backends
 from policy_indexer.runtime.http import MetricsServer
 from policy_indexer.runtime.parts import Supervisor, ThreadPart
+from policy_indexer.runtime.servers import UvicornThread
 from policy_indexer.settings import Settings
 from retrieval.credentials import Credentials, CredentialsError
 from retrieval.http import create_search_app
 from retrieval.metrics import SearchMetrics
 from retrieval.models import SearchRequest, SearchResponse
 from retrieval.service import SearchService
-from webhooks.serve import server_config
 
 if TYPE_CHECKING:
     from retrieval.eval import EvalReport
@@ -156,10 +155,6 @@ def search_app(settings: Settings, service: SearchService,
     return SearchAndMcp(search, mcp, MCP_PATH)
 
 
-def uvicorn_server(app: ASGIApp, host: str, port: int) -> uvicorn.Server:
-    return uvicorn.Server(server_config(app, host, port))
-
-
 @contextmanager
 def searching(settings: Settings,
               registry: CollectorRegistry | None = None) -> Iterator[tuple[Backends, SearchParts]]:
@@ -184,9 +179,13 @@ def serve_search(settings: Settings) -> None:
     registry = CollectorRegistry()
     with searching(settings, registry) as (backends, search):
         app = search_app(settings, search.service, registry)
-        log.info("search server starting", host=settings.search_host, port=settings.search_port,
-                 mode=backends.mode, encoder=settings.search_encoder)
-        uvicorn_server(app, settings.search_host, settings.search_port).run()
+        with Supervisor() as parts:
+            server = UvicornThread("search server", app, settings.search_host,
+                                   settings.search_port, "POLICY_INDEXER_SEARCH_PORT")
+            parts.start(server)
+            log.info("search server started", url=server.url, mode=backends.mode,
+                     encoder=settings.search_encoder)
+            parts.run_until_stopped()
 
 
 def serve_mcp_stdio(settings: Settings) -> None:

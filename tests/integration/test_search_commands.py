@@ -1,0 +1,207 @@
+"""search_policy through the commands people and agents run, on both modes.
+
+The sample library is indexed by ``policy-indexer reindex`` (the folder source),
+vectors by ``policy-indexer embed --once``; then ``search``, ``serve`` (POST
+/search with API keys) and ``mcp`` (stdio, with the ``mcp`` package's own
+client) answer from that index, with the default encoder (the packaged
+MiniLM): these tests check the wiring and the rules (labels from credentials,
+filters, provenance, statuses); the ranking is measured by ``eval``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from support.waiting import wait_until
+from support.workers import CLI, free_port
+
+from store.elasticsearch import ElasticsearchStore
+
+LIBRARY = Path(__file__).resolve().parents[2] / "examples" / "library"
+RIDER_KEY = "rider-key-0123456789abcdef"
+AGENT_KEY = "agent-key-0123456789abcdef"
+KEYS = {"rider": {"key": RIDER_KEY, "labels": ["public"]},
+        "agent": {"key": AGENT_KEY, "labels": ["public", "agents"]}}
+# Asked on a date where the seasonal rules and the promotion are not valid (2027 ones).
+AS_OF = "2026-12-01"
+HANDBOOK_QUESTION = "goodwill credit limits for agents"
+
+
+def environment(**settings: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POLICY_INDEXER_")}
+    env.update({
+        "POLICY_INDEXER_SOURCE_KIND": "folder",
+        "POLICY_INDEXER_SOURCE_PATH": str(LIBRARY),
+        "POLICY_INDEXER_SEARCH_API_KEYS": json.dumps(KEYS),
+        "POLICY_INDEXER_LOG_LEVEL": "WARNING",
+        **{f"POLICY_INDEXER_{k.upper()}": v for k, v in settings.items()},
+    })
+    return env
+
+
+def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CLI, *args], env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
+
+
+def index_the_library(env: dict[str, str]) -> None:
+    done = cli(env, "reindex")
+    assert done.returncode == 0, done.stdout + done.stderr
+    embedded = cli(env, "embed", "--once")
+    assert embedded.returncode == 0, embedded.stderr
+    assert "embedded" in embedded.stdout and int(embedded.stdout.split()[1]) > 0
+
+
+def search(env: dict[str, str], question: str, *args: str) -> dict[str, Any]:
+    done = cli(env, "search", question, "--as-of", AS_OF, "--json", *args)
+    assert done.returncode == 0, done.stderr
+    answer: dict[str, Any] = json.loads(done.stdout)
+    return answer
+
+
+@pytest.fixture(scope="module")
+def embedded_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    env = environment(embedded_dir=str(tmp_path_factory.mktemp("embedded")))
+    index_the_library(env)
+    return env
+
+
+@pytest.fixture
+def kafka_env(elasticsearch_url: str, unique: str) -> Iterator[dict[str, str]]:
+    env = environment(pipeline="kafka", elasticsearch_url=elasticsearch_url,
+                      index_prefix=unique)
+    index_the_library(env)
+    yield env
+    store = ElasticsearchStore.connect(elasticsearch_url, unique)
+    store.delete_everything()
+    store.client.options(ignore_status=404).indices.delete(index=f"{unique}-*")
+    store.close()
+
+
+def assert_answers_with_provenance_and_labels(env: dict[str, str]) -> None:
+    """What every mode must do: provenance on every passage, labels and dates inside."""
+    answer = search(env, "refund for a flat tyre", "--labels", "public", "--scope", "lisbon")
+    assert answer["status"] == "ok", answer
+    ranked = [p for p in answer["passages"] if p["via"] == "ranked"]
+    assert 1 <= len(ranked) <= 5
+    for p in answer["passages"]:
+        assert p["document_id"] and p["title"] and p["clause"] and p["version"] >= 1
+        assert p["link"] and "#" in p["link"]
+        assert set(p["access_labels"]) <= {"public"}
+        assert not p["scope"] or {"lisbon", "all-cities"} & set(p["scope"]), p["scope"]
+        assert p["valid_to"] is None or p["valid_to"] >= AS_OF
+    # the agents' handbook: never for a caller without the label, found with it
+    rider = search(env, HANDBOOK_QUESTION, "--labels", "public")
+    assert all(p["document_id"] != "refunds/agent-handbook" for p in rider["passages"])
+    agent = search(env, HANDBOOK_QUESTION, "--labels", "public,agents")
+    assert any(p["document_id"] == "refunds/agent-handbook" for p in agent["passages"]), agent
+    # no labels at all: every chunk of the library carries one, so nothing can be seen
+    nobody = search(env, HANDBOOK_QUESTION)
+    assert nobody["status"] == "no_access" and nobody["passages"] == [], nobody
+
+
+def test_embedded_search_answers_with_provenance_inside_the_filters(
+    embedded_env: dict[str, str],
+) -> None:
+    assert_answers_with_provenance_and_labels(embedded_env)
+
+
+def test_search_refuses_bad_requests_with_the_field_named(embedded_env: dict[str, str]) -> None:
+    for args, field in [(("--k", "11"), "k"), (("--as-of", "yesterday"), "as-of"),
+                        (("--language", "english!"), "language")]:
+        done = cli(embedded_env, "search", "refund", *args)
+        assert done.returncode == 2, (args, done.stdout)
+        assert field in done.stderr, done.stderr
+    long = cli(embedded_env, "search", "x" * 2001)
+    assert long.returncode == 2 and "question" in long.stderr
+
+
+def test_the_readable_view_shows_sources_and_dates(embedded_env: dict[str, str]) -> None:
+    done = cli(embedded_env, "search", "refund for a flat tyre", "--labels", "public",
+               "--as-of", AS_OF)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ok: ")
+    assert "refunds/index.md#" in done.stdout and "scope " in done.stdout
+
+
+def test_serve_takes_the_labels_from_the_api_key_never_from_the_body(
+    embedded_env: dict[str, str],
+) -> None:
+    port = free_port()
+    env = {**embedded_env, "POLICY_INDEXER_SEARCH_PORT": str(port)}
+    proc = subprocess.Popen([CLI, "serve"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: httpx.get(f"{url}/healthz", timeout=2).status_code, 60,
+                   "serve to answer /healthz", accept=lambda code: code == 200,
+                   retry_on=(httpx.TransportError,))
+        body = {"question": HANDBOOK_QUESTION, "as_of": AS_OF}
+
+        def ask(key: str | None, payload: dict[str, Any]) -> httpx.Response:
+            headers = {"Authorization": f"Bearer {key}"} if key else {}
+            return httpx.post(f"{url}/search", json=payload, headers=headers, timeout=30)
+
+        assert ask(None, body).status_code == 401
+        assert ask("not-a-key-0123456789", body).status_code == 401
+        smuggled = ask(RIDER_KEY, {**body, "access_labels": ["agents"]})
+        assert smuggled.status_code == 422, smuggled.text
+        rider = ask(RIDER_KEY, body).json()
+        assert all(p["document_id"] != "refunds/agent-handbook" for p in rider["passages"])
+        agent = ask(AGENT_KEY, body).json()
+        assert any(p["document_id"] == "refunds/agent-handbook" for p in agent["passages"])
+        metrics = httpx.get(f"{url}/metrics", timeout=5).text
+        assert "policy_indexer_search_latency_seconds_count" in metrics
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+
+
+def test_mcp_over_stdio_binds_the_configured_key(embedded_env: dict[str, str]) -> None:
+    """``policy-indexer mcp`` as an agent host starts it, spoken to by the mcp client."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    async def call(key: str) -> tuple[list[str], dict[str, Any]]:
+        params = StdioServerParameters(command=CLI, args=["mcp"],
+                                       env={**embedded_env, "POLICY_INDEXER_MCP_API_KEY": key})
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            tools = [tool.name for tool in (await session.list_tools()).tools]
+            result = await session.call_tool(
+                "search_policy", {"question": HANDBOOK_QUESTION, "as_of": AS_OF})
+            assert not result.isError, result.content
+            assert result.structuredContent is not None
+            return tools, result.structuredContent
+
+    tools, rider = anyio.run(call, RIDER_KEY)
+    assert tools == ["search_policy"]
+    assert all(p["document_id"] != "refunds/agent-handbook" for p in rider["passages"])
+    _tools, agent = anyio.run(call, AGENT_KEY)
+    assert any(p["document_id"] == "refunds/agent-handbook" for p in agent["passages"])
+
+
+def test_mcp_without_its_key_says_which_setting(embedded_env: dict[str, str]) -> None:
+    done = cli(embedded_env, "mcp")
+    assert done.returncode == 1 and "POLICY_INDEXER_MCP_API_KEY" in done.stderr
+
+
+def test_sweep_works_on_the_embedded_index(embedded_env: dict[str, str]) -> None:
+    """It used to target Elasticsearch whatever the mode."""
+    done = cli(embedded_env, "sweep", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert "no leftovers: nothing to do" in done.stdout
+
+
+@pytest.mark.services
+def test_kafka_mode_search_answers_from_elasticsearch(kafka_env: dict[str, str]) -> None:
+    assert_answers_with_provenance_and_labels(kafka_env)

@@ -20,6 +20,7 @@ from prometheus_client.registry import Collector
 
 from metrics import freshness_definitions as d
 from metrics.monitor import FreshnessMonitor
+from sources.base import UnreadableKind
 
 
 def _gauge(metric: d.MetricDef, value: float | None = None) -> GaugeMetricFamily:
@@ -86,6 +87,16 @@ class FreshnessCollector(Collector):
         yield per_document
         yield _gauge(d.DOCUMENT_LAG_SERIES_DROPPED,
                      snapshot.behind - len(snapshot.most_lagging))
+        unreadable = _gauge(d.UNREADABLE_DOCUMENTS)
+        by_reason = snapshot.unreadable_by_reason()
+        for kind in UnreadableKind:  # every reason, 0 included: a rule sees it go back to 0
+            unreadable.add_metric([kind.value], by_reason.get(kind.value, 0))
+        yield unreadable
+        named = _gauge(d.UNREADABLE_DOCUMENT)
+        cap = self.monitor.max_series
+        for document_id, reason in snapshot.unreadable[:cap]:
+            named.add_metric([document_id, reason], 1.0)
+        yield named
         yield _gauge(d.FUTURE_DATED, snapshot.future_dated)
         yield _gauge(d.LEFTOVER_VERSIONS, snapshot.leftover_versions)
         yield _gauge(d.LEFTOVER_DOCUMENTS, snapshot.leftover_documents)

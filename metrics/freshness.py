@@ -56,6 +56,14 @@ class FreshnessSnapshot:
     leftover_since: datetime | None  # when the oldest leftover became one
     chunks_examined: int
     known_documents: int  # documents live at the source or in the index (p95's population)
+    # documents the source lists but cannot read: (id, reason kind), sorted; no lag figure
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+
+    def unreadable_by_reason(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for _, reason in self.unreadable:
+            counts[reason] = counts.get(reason, 0) + 1
+        return counts
 
     @property
     def behind(self) -> int:
@@ -117,10 +125,14 @@ def measure(
     behind, absent = memory.behind, memory.absent
     new_behind: dict[str, tuple[int, datetime]] = {}
     current: list[str] = []
+    unreadable: list[tuple[str, str]] = []
     for entry in listing:
         listed.add(entry.document_id)
         if not entry.deleted:
             source_live += 1
+        if entry.unreadable is not None:
+            unreadable.append((entry.document_id, entry.unreadable.kind.value))
+            continue  # no version to compare: its own status, never a lag
         if entry.changed_at > now:
             future += 1
         state = indexed.get(entry.document_id)
@@ -186,7 +198,7 @@ def measure(
         source_documents=source_live,
         indexed_documents=index_live,
         behind_by_status={s.value: by_status.get(s.value, 0) for s in LagStatus
-                          if s is not LagStatus.CURRENT},
+                          if s not in (LagStatus.CURRENT, LagStatus.UNREADABLE)},
         behind_since=starts,
         most_lagging=top,
         current_documents=current,
@@ -196,6 +208,7 @@ def measure(
         leftover_since=leftover_since,
         chunks_examined=examined,
         known_documents=source_live + index_live_only,
+        unreadable=sorted(unreadable),
     )
 
 

@@ -44,6 +44,19 @@ DOCUMENTS_BEHIND = MetricDef(
     "missing_from_index, deleted_at_source.",
     ("status",),
 )
+UNREADABLE_DOCUMENTS = MetricDef(
+    P + "unreadable_documents", "gauge",
+    "Documents the source lists but cannot read (a folder's file without permission, not "
+    "UTF-8, binary, bad front matter, a symlink loop or outside the root, a FIFO, too large), "
+    "by reason. They have no lag figure; their index copy stays as it was.",
+    ("reason",),
+)
+UNREADABLE_DOCUMENT = MetricDef(
+    P + "unreadable_document", "gauge",
+    "1 per unreadable document (the first N by id, N = the per-document series cap), with "
+    "its reason: which files to fix.",
+    ("document_id", "reason"),
+)
 FUTURE_DATED = MetricDef(
     P + "future_dated_documents", "gauge",
     "Source documents whose changed_at is after the monitor's clock (clock skew).",
@@ -105,7 +118,8 @@ MONITOR_BUILD = MetricDef(
 )
 
 ALL: tuple[MetricDef, ...] = (
-    DOCUMENT_LAG, DOCUMENT_LAG_SERIES_DROPPED, MAX_LAG, LAG_P95, DOCUMENTS_BEHIND, FUTURE_DATED,
+    DOCUMENT_LAG, DOCUMENT_LAG_SERIES_DROPPED, MAX_LAG, LAG_P95, DOCUMENTS_BEHIND,
+    UNREADABLE_DOCUMENTS, UNREADABLE_DOCUMENT, FUTURE_DATED,
     LEFTOVER_VERSIONS, LEFTOVER_DOCUMENTS, LEFTOVER_AGE, SOURCE_DOCUMENTS, INDEXED_DOCUMENTS,
     CHUNKS_EXAMINED, LAG_BOUND, LEFTOVER_BOUND, LAST_SUCCESS, SOURCE_LAST_SUCCESS,
     SOURCE_FAILURES, SOURCE_CONSECUTIVE_FAILURES, INDEX_FAILURES, INDEX_CONSECUTIVE_FAILURES,

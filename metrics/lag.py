@@ -18,7 +18,14 @@ deleted at v (tombstone)       live (any version < v)                changed_at 
 deleted at v                   a tombstone, or nothing               0 (current)
 nothing (folder: no record)    live                                  first seen absent
 nothing                        tombstone                             0 (current)
+unreadable (a bad file)        anything                              none (unreadable)
 =============================  ====================================  ==================
+
+An unreadable entry (the source holds the document but cannot read it: a
+folder's file without permission, not UTF-8, a FIFO; see ``sources.base``)
+has no lag figure: its version is unknown, so any number would be a guess.
+It is its own status, counted apart (``policy_index_unreadable_documents``),
+never "behind" and never "deleted at source".
 
 A source clock ahead of ours (``changed_at`` in the future) gives lag 0 but the
 document still counts as behind; it is also counted on its own so a skewed
@@ -40,6 +47,7 @@ class LagStatus(StrEnum):
     BEHIND = "behind"
     MISSING_FROM_INDEX = "missing_from_index"
     DELETED_AT_SOURCE = "deleted_at_source"
+    UNREADABLE = "unreadable"  # the source lists it but cannot read it: no lag figure
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +89,8 @@ def document_lag(
             return None if indexed is None else DocumentLag(document_id, LagStatus.CURRENT)
         since = absent_since if absent_since is not None else remembered
         return DocumentLag(document_id, LagStatus.DELETED_AT_SOURCE, since)
+    if source.unreadable is not None:
+        return DocumentLag(document_id, LagStatus.UNREADABLE)
     if source.deleted:
         if indexed is None or indexed.deleted:
             # Nothing searchable on either side, whatever the tombstones' versions.

@@ -5,6 +5,13 @@ alike) and the ``sources.base.Source`` protocol. A cycle that fails keeps the
 previous snapshot (its lags keep growing at scrape time) and is counted by
 where it failed: a source that cannot be listed shows as
 ``source_listing_consecutive_failures`` > 0, never as "no lag".
+
+At start-up beside a pipeline that is still building the index (the embedded
+run's first indexing), a cycle would compare a full source with an empty
+index and report every document missing, with a lag of the files' age: a
+false alarm. ``run_forever(start_when=...)`` waits for that event (or at most
+``start_within_s``) before the first cycle; until then no snapshot metric is
+exported: "not measured yet", never a made-up lag.
 """
 
 from __future__ import annotations
@@ -124,8 +131,29 @@ class FreshnessMonitor:
                  seconds=round(status.last_cycle_seconds, 3))
         return snapshot
 
-    def run_forever(self, interval_seconds: float) -> None:
-        """Cycle every ``interval_seconds`` (measured start to start) until ``stop()``."""
+    def run_forever(
+        self,
+        interval_seconds: float,
+        *,
+        start_when: threading.Event | None = None,
+        start_within_s: float | None = None,
+    ) -> None:
+        """Cycle every ``interval_seconds`` (measured start to start) until ``stop()``.
+
+        ``start_when``: the first cycle waits until it is set (the first indexing
+        is done), or ``start_within_s`` passed (it is then measured as it is: a
+        first indexing that never ends is a real lag), or ``stop()``.
+        """
+        if start_when is not None and not start_when.is_set():
+            log.info("freshness monitor waits for the first indexing", within_s=start_within_s)
+            deadline = None if start_within_s is None else time.monotonic() + start_within_s
+            while not start_when.wait(0.1):
+                if self._stop.is_set():
+                    return
+                if deadline is not None and time.monotonic() >= deadline:
+                    log.warning("first indexing not done; measuring anyway",
+                                waited_s=start_within_s)
+                    break
         while not self._stop.is_set():
             started = time.monotonic()
             try:

@@ -6,6 +6,11 @@ states and its chunks, with the monitor's own definitions: lag from
 is a single snapshot, so for a document that changed several times since the
 index last caught up, lag counts from the latest change the listing shows (the
 running monitor, which remembers earlier cycles, counts from the first).
+
+A document the source lists but cannot read (a folder's file without
+permission, not UTF-8, a FIFO, ...) is its own status, ``unreadable``, with the
+reason (``sources.base.Unreadable``, naming the file) and no lag figure; it is
+not counted as behind, and the rest of the report is complete.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from deleter.sweep import classify
-from metrics.lag import document_lag
+from metrics.lag import LagStatus, document_lag
 from sources.base import SourceEntry
 from store.model import ChunkRef, DocumentState
 
@@ -29,9 +34,10 @@ class DocumentStatus:
     indexed_version: int | None  # None: not in the index
     deleted_at_source: bool
     deleted_in_index: bool
-    status: str  # current | behind | missing_from_index | deleted_at_source | unknown
-    lag_seconds: float | None  # None: unknown without a source
+    status: str  # current | behind | missing_from_index | deleted_at_source | unreadable | unknown
+    lag_seconds: float | None  # None: unknown without a source, or unreadable at the source
     chunks: int
+    reason: str | None = None  # unreadable: why ("permission: /lib/a.md: cannot open it: ...")
 
 
 @dataclass
@@ -54,7 +60,11 @@ class StatusReport:
 
     @property
     def behind(self) -> int:
-        return sum(d.status not in ("current", "unknown") for d in self.documents)
+        return sum(d.status not in ("current", "unknown", "unreadable") for d in self.documents)
+
+    @property
+    def unreadable(self) -> int:
+        return sum(d.status == "unreadable" for d in self.documents)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -65,6 +75,7 @@ class StatusReport:
             "documents": [asdict(d) for d in self.documents],
             "max_lag_seconds": self.max_lag_seconds,
             "behind": self.behind,
+            "unreadable": self.unreadable,
             "leftover_versions": self.leftover_versions,
             "dead_letters": self.dead_letters,
             "queued": self.queued,
@@ -108,6 +119,8 @@ def document_statuses(
             found = document_lag(doc, entry, state, absent_since=absent_since)
             status = found.status.value if found is not None else "current"
             lag = found.seconds(now) if found is not None else 0.0
+            if found is not None and found.status is LagStatus.UNREADABLE:
+                lag = None  # no version to compare: not 0, which would claim "current"
         result.append(DocumentStatus(
             document_id=doc,
             source_version=entry.version if entry is not None else None,
@@ -117,5 +130,6 @@ def document_statuses(
             status=status,
             lag_seconds=lag,
             chunks=counts[doc],
+            reason=str(entry.unreadable) if entry is not None and entry.unreadable else None,
         ))
     return result, leftovers

@@ -36,7 +36,7 @@ def _print_table(report: StatusReport) -> None:
         idx = "-" if d.indexed_version is None else f"v{d.indexed_version}"
         idx += "x" if d.deleted_in_index else ""
         click.echo(f"{d.document_id:<{width}}  {src:>6}  {idx:>6}  {_fmt_lag(d.lag_seconds):>7}  "
-                   f"{d.chunks:>6}  {d.status}")
+                   f"{d.chunks:>6}  {d.status}{f' ({d.reason})' if d.reason else ''}")
     if len(rows) > TABLE_ROWS:
         click.echo(f"... and {len(rows) - TABLE_ROWS} more (most lagging first; --json for all)")
     unknown = "unknown (no source configured)"

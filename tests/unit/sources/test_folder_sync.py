@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 from support.webhooks import MemoryPublisher
 
 from events.model import Action, ChangeEvent
-from sources.folder_sync import FolderSync
+from sources.folder_sync import FolderSync, SyncReport
 from sources.watch_state import WatchState
 from store.memory import InMemoryStore
 from store.model import DocumentState
@@ -227,3 +228,35 @@ def test_a_start_up_pass_cut_by_a_failed_publish_is_finished_by_the_next(tmp_pat
     assert sorted(folder.new_events()) == [("a", "upsert", T0 + 1), ("b", "upsert", T0 + 1)]
     assert folder.publisher.events[-1].content == "## B\ntwo\n"
     assert folder.new_events() == []
+
+
+def test_a_symlink_loop_a_fifo_and_a_huge_file_never_stop_a_pass(tmp_path: Path) -> None:
+    """Issue 15 cases 2 and 5: one pass publishes the good files, names the bad ones."""
+    folder = Folder(tmp_path)
+    folder.sync = FolderSync(folder.root, folder.publisher, WatchState(folder.state_path),
+                             max_file_bytes=100)
+    put(folder.root, "good.md", "## Good\n")
+    os.symlink("selfloop.md", folder.root / "selfloop.md")
+    os.mkfifo(folder.root / "a.md")
+    put(folder.root, "huge.md", "## Huge\n" + "x" * 200)
+    done: list[SyncReport] = []
+    thread = threading.Thread(target=lambda: done.append(folder.sync.sync()), daemon=True)
+    thread.start()
+    thread.join(5)
+    assert not thread.is_alive(), "the pass is blocked (the FIFO was opened?)"
+    assert (done[0].upserts, done[0].skipped_files) == (1, 3)
+    assert changes(folder.publisher.events) == [("good", "upsert", T0)]
+    put(folder.root, "good.md", "## Good, edited\n", mtime=T0 + 5)
+    assert folder.new_events() == [("good", "upsert", T0 + 5)]  # the watcher goes on
+
+
+def test_a_published_file_that_becomes_unreadable_is_not_deleted(folder: Folder) -> None:
+    put(folder.root, "a.md", "## A\n")
+    put(folder.root, "b.md", "## B\n")
+    assert sorted(folder.new_events()) == [("a", "upsert", T0), ("b", "upsert", T0)]
+    (folder.root / "b.md").unlink()
+    os.mkfifo(folder.root / "b.md")  # replaced by something that cannot be read
+    (folder.root / "a.md").unlink()
+    os.symlink("a.md", folder.root / "a.md")  # now a loop
+    assert folder.new_events() == []
+    assert folder.sync.sync().skipped_files == 0  # reported once while unchanged

@@ -8,6 +8,7 @@ live v                 live below v        reindex                 behind
 live v                 tombstone below v   reindex                 recreated
 live v                 live v, chunks ok   up_to_date
 live v                 live v, chunks off  repair                  chunk_count
+unreadable (bad file)  anything            ahead (left alone)      unreadable
 anything               above the source    ahead (left alone)      index_newer
 tombstone v            nothing             tombstone               never_indexed
 tombstone v            live below v        delete                  tombstoned_at_source
@@ -36,6 +37,8 @@ def decide(
     def act(decision: Decision, reason: str) -> PlannedAction:
         return PlannedAction(document_id, decision, reason, src_v, idx_v)
 
+    if entry is not None and entry.unreadable is not None:
+        return act(Decision.AHEAD, "unreadable")  # no version to compare: never undone
     if indexed is None:
         if entry is None:
             return act(Decision.UP_TO_DATE, "unknown")

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.triggers.cron import CronTrigger
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from consumers.commit_policy import CommitPolicy
@@ -150,6 +150,37 @@ class Settings(BaseSettings):
         description="Without file changes, the watcher compares the folder again this often "
         "(retries a failed publish, catches changes the OS did not report).",
     )
+
+    # Folder hardening (issue 15) ------------------------------------------
+    # A bad file is that file's problem only: the folder listing (watcher, monitor,
+    # status, reconcile) names it unreadable and goes on; see docs/folder-watch.md.
+    folder_max_file_bytes: int = Field(
+        5 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024,
+        description="A folder file above this size is listed as unreadable (too_large) and "
+        "never read: a policy document is some kB, a bigger file is a mistake (an export).",
+    )
+    watch_restart_initial_seconds: float = Field(
+        1.0, gt=0, description="A folder watcher that failed starts again after this long, "
+        "doubling at each failure in a row up to watch_restart_max_seconds.",
+    )
+    watch_restart_max_seconds: float = Field(
+        60.0, gt=0, description="The longest wait before a failed folder watcher starts again.",
+    )
+    monitor_first_cycle_wait_seconds: float = Field(
+        300.0, ge=0,
+        description="The embedded run's monitor measures only once the first indexing is "
+        "done (else it would report every document missing), or after this long at most.",
+    )
+
+    @field_validator("watch_restart_max_seconds")
+    @classmethod
+    def _restart_bounds(cls, value: float, info: ValidationInfo) -> float:
+        initial = info.data.get("watch_restart_initial_seconds")
+        if initial is not None and value < initial:
+            raise ValueError(f"watch_restart_max_seconds {value!r} is below "
+                             f"watch_restart_initial_seconds {initial!r}")
+        return value
+    # End of folder hardening (issue 15) -----------------------------------
 
     # Nightly reindex and its scheduler (issue 7) --------------------------
     reindex_cron: str = Field(

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from sources.base import Source
 from sources.changelog import ChangeLogSource
 from sources.cms import CmsApiSource, parse_header
-from sources.folder import MarkdownFolderSource
+from sources.folder import DEFAULT_MAX_FILE_BYTES, MarkdownFolderSource
 from sources.git import GitSource
 
 SourceKind = Literal["cms", "folder", "changelog", "git"]
@@ -36,6 +36,9 @@ class SourceConfig(BaseModel):
     git_path_prefix: str = Field("", description="git: the library's folder in the repository.")
     page_size: int = Field(500, ge=1, le=10_000)
     timeout_seconds: float = Field(10.0, gt=0)
+    max_file_bytes: int = Field(
+        DEFAULT_MAX_FILE_BYTES, ge=1, description="folder: larger files are listed unreadable."
+    )
 
     @model_validator(mode="after")
     def _has_what_the_kind_needs(self) -> Self:
@@ -64,7 +67,7 @@ def open_source(config: SourceConfig) -> Source:
     if config.path is None:  # for mypy; the validator already refused this
         raise ValueError(f"source kind {config.kind!r} needs source_path")
     if config.kind == "folder":
-        return MarkdownFolderSource(config.path)
+        return MarkdownFolderSource(config.path, max_file_bytes=config.max_file_bytes)
     if config.kind == "git":
         return GitSource(str(config.url), config.path, branch=config.git_branch,
                          path_prefix=config.git_path_prefix, timeout_seconds=config.timeout_seconds)

@@ -23,8 +23,10 @@ part cannot start or dies.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pydantic
 import structlog
@@ -37,7 +39,7 @@ from policy_indexer import __version__
 from policy_indexer.runtime import faults
 from policy_indexer.runtime.backends import EmbeddedBackends, index_path, queue_path
 from policy_indexer.runtime.first_indexing import FirstIndexing
-from policy_indexer.runtime.http import MetricsServer, worker_health
+from policy_indexer.runtime.http import Health, MetricsServer, worker_health
 from policy_indexer.runtime.jobs import (
     freshness_monitor,
     job_runner,
@@ -114,9 +116,10 @@ def _start(settings: Settings, backends: EmbeddedBackends, parts: Supervisor,
                                  checkpoint=faults.checkpoint())
     except ConsumerBusy as exc:
         raise PartError(f"another policy-indexer already runs here: {exc}") from exc
+    watched: list[WatcherThread] = []  # the folder watcher, once started: /healthz says its state
     try:
         server = MetricsServer(settings.metrics_host, settings.metrics_port, registry,
-                               worker_health(health))
+                               with_watcher(worker_health(health), watched))
     except OSError as exc:
         raise PartError(f"/metrics cannot listen on {settings.metrics_host}:"
                         f"{settings.metrics_port} (POLICY_INDEXER_METRICS_PORT): {exc}") from exc
@@ -141,6 +144,7 @@ def _start(settings: Settings, backends: EmbeddedBackends, parts: Supervisor,
         raise PartError(f"{exc} (POLICY_INDEXER_SOURCE_PATH={settings.source_path!r})") from exc
     if watcher is not None:
         parts.start(_watcher_part(watcher))
+        watched.append(watcher)
         lines.append(f"  watching:  {watcher.folder} (state {settings.embedded_dir})")
     else:
         lines.append(f"  watching:  {NO_SOURCE}")
@@ -151,7 +155,7 @@ def _start(settings: Settings, backends: EmbeddedBackends, parts: Supervisor,
     if settings.source_kind is None:
         lines += [f"  monitor:   {NO_SOURCE}", f"  scheduler: {NO_SOURCE}"]
     else:
-        lines.append(f"  monitor:   {_start_monitor(settings, registry, parts)}")
+        lines.append(f"  monitor:   {_start_monitor(settings, registry, parts, progress.finished)}")
         lines.append(f"  scheduler: {_start_scheduler(settings, backends, registry, parts)}")
     lines.append("  see it:    policy-indexer status (same POLICY_INDEXER_* settings)   "
                  "stop: Ctrl-C or SIGTERM")
@@ -181,7 +185,25 @@ def start_folder_watcher(settings: Settings, backends: EmbeddedBackends) -> Watc
         index=backends.store,
         debounce_ms=settings.watch_debounce_ms,
         rescan_seconds=settings.watch_rescan_seconds,
+        max_file_bytes=settings.folder_max_file_bytes,
+        restart_initial_s=settings.watch_restart_initial_seconds,
+        restart_max_s=settings.watch_restart_max_seconds,
     )
+
+
+def with_watcher(health: Health, watched: list[WatcherThread]) -> Health:
+    """``health`` plus the folder watcher's: ``failed``/``failing`` (503) while it cannot go on."""
+
+    def report() -> dict[str, Any]:
+        body = health()
+        for watcher in watched:
+            state = watcher.health()
+            body["folder_watcher"] = state
+            if state["status"] != "ok" and body.get("status") == "ok":
+                body["status"] = state["status"]
+        return body
+
+    return report
 
 
 def _watcher_part(watcher: WatcherThread) -> CallbackPart:
@@ -222,8 +244,14 @@ def _start_search(settings: Settings, backends: EmbeddedBackends,
     return [f"  vectors:   {vectors}", f"  search:    {served}"]
 
 
-def _start_monitor(settings: Settings, registry: CollectorRegistry, parts: Supervisor) -> str:
-    """The monitor gets its own source object and its own connection to the index file."""
+def _start_monitor(settings: Settings, registry: CollectorRegistry, parts: Supervisor,
+                   first_indexed: threading.Event) -> str:
+    """The monitor gets its own source object and its own connection to the index file.
+
+    Its first cycle waits for the first indexing (``first_indexed``, at most
+    ``monitor_first_cycle_wait_seconds``): before it, every document would read as
+    missing with the age of its file as lag (issue 15).
+    """
     source = open_configured_source(settings)
     store = SQLiteStore(index_path(settings))
     monitor = freshness_monitor(settings, source, store)
@@ -234,7 +262,10 @@ def _start_monitor(settings: Settings, registry: CollectorRegistry, parts: Super
         source.close()
         store.close()
 
-    parts.start(ThreadPart("freshness monitor", lambda: monitor.run_forever(interval),
+    wait_s = settings.monitor_first_cycle_wait_seconds
+    parts.start(ThreadPart("freshness monitor",
+                           lambda: monitor.run_forever(interval, start_when=first_indexed,
+                                                       start_within_s=wait_s),
                            monitor.stop, stop_timeout_s=PART_STOP_TIMEOUT_S, after_stop=close))
     return f"{settings.source_kind} source, every {interval:g} s"
 

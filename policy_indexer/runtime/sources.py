@@ -27,6 +27,7 @@ def source_config(settings: Settings) -> SourceConfig:
         auth_header=settings.source_auth_header,
         path=Path(settings.source_path) if settings.source_path else None,
         page_size=settings.source_page_size,
+        max_file_bytes=settings.folder_max_file_bytes,
         timeout_seconds=(settings.git_timeout_seconds if settings.source_kind == "git"
                          else settings.source_timeout_seconds),
         git_branch=settings.git_branch,

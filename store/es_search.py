@@ -38,7 +38,8 @@ from store.search_terms import text_to_embed
 OVERFETCH = 1
 MARGIN = 10  # old versions live seconds; a short leg is asked again (_live_hits)
 NUM_CANDIDATES_FACTOR = 4
-_SOURCE = {"excludes": ["terms", "embedding"]}
+# embed_text is derived (re-checking it costs half of reading a chunk), terms and vectors unused
+_SOURCE = {"excludes": ["terms", "embedding", "embed_text"]}
 
 
 def filter_clauses(filters: SearchFilters) -> list[dict[str, Any]]:

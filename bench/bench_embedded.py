@@ -29,10 +29,10 @@ import time
 import uuid
 from pathlib import Path
 
-from consumers.transport import ensure_topics
 from events.changelog import count_lines
 from store.elasticsearch import ElasticsearchStore
 from store.sqlite import SQLiteStore
+from transport.kafka import ensure_topics
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the Kafka admin helpers tests use

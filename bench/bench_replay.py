@@ -34,10 +34,10 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from chunker import chunk_document
-from consumers.transport import ensure_topics, make_producer
 from events.changelog import read_changelog
 from events.model import Action, ChangeEvent
 from store.elasticsearch import ElasticsearchStore
+from transport.kafka import ensure_topics, new_producer
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the Kafka admin helpers tests use
@@ -127,7 +127,7 @@ def worker_env(bootstrap: str, es_url: str, prefix: str) -> dict[str, str]:
 
 def publish(bootstrap: str, topic: str, events: list[ChangeEvent], rate: float | None = None,
             sent_at: dict[str, float] | None = None) -> None:
-    producer = make_producer(bootstrap, linger_ms=5 if rate is None else 0)
+    producer = new_producer(bootstrap)
     started = time.monotonic()
     for i, e in enumerate(events):
         if rate:

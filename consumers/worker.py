@@ -1,20 +1,24 @@
-"""The Kafka worker: poll, process the batch, commit what is done.
+"""The worker: one loop over any ``transport.consumer.EventConsumer`` (Kafka or the local queue).
 
-One loop, small steps: ``poll`` -> ``_process`` the polled batch through
-the ``indexing.Indexer`` (retrying transient failures, dead-lettering poison) -> mark
-the offsets committable -> commit on the
-``CommitPolicy``, on revocation and on shutdown. ``request_stop`` (SIGTERM)
-lets the batch in hand finish, commits and returns; a worker backing off from
-a transient failure stops waiting at once and commits only what is done.
+One loop, small steps, in the manner of arroyo's ``StreamProcessor``: ``_poll`` ->
+``_process`` the polled batch through the ``indexing.Indexer`` (retrying
+transient failures, dead-lettering poison) -> ``_record_done`` (the offsets
+become committable) -> ``_commit`` on the ``CommitPolicy``, when the transport
+is idle, on revocation and on shutdown. ``request_stop`` (SIGTERM) lets the
+batch in hand finish, commits and returns; a worker backing off from a
+transient failure stops waiting at once and commits only what is done.
 
-While it backs off, the worker keeps polling with every partition paused, so it
-stays in its consumer group however long Elasticsearch is away.
+While it backs off, the worker keeps polling with every assigned partition
+paused (a partition assigned meanwhile is paused on arrival), so it stays in
+its consumer group however long Elasticsearch is away; a batch whose every
+partition was revoked meanwhile belongs to the new owner and is dropped
+(``PartitionLost``), uncommitted.
 
-While Kafka is away, ``poll`` just returns nothing and kafka-python reconnects
-by itself; the worker notices through its group heartbeat (``CoordinatorWatch``)
-and says so on /healthz and in ``policy_indexer_retrying``. A commit that fails
-meanwhile is retried on a later turn (bounded by ``commit_timeout_ms``, so the
-loop keeps turning and SIGTERM stays prompt); the offsets stay pending.
+While the transport is away (``EventConsumer.unreachable``: Kafka's group
+coordinator silent), ``poll`` just returns nothing; the worker says so on
+/healthz and in ``policy_indexer_retrying``. A commit that fails meanwhile is
+retried on a later turn (the consumer bounds its time, so the loop keeps
+turning and SIGTERM stays prompt); the offsets stay pending.
 """
 
 from __future__ import annotations
@@ -24,22 +28,24 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import structlog
-from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.errors import CommitFailedError, KafkaError
-from kafka.structs import OffsetAndMetadata
 
 from consumers.commit_policy import CommitPolicy
-from consumers.dead_letter import DeadLetter, DeadLetterSink
+from consumers.dead_letter import DeadLetterSink
 from consumers.errors import Interrupted, TransientError
 from consumers.handling import OutcomeCounter, attempt
-from consumers.kafka_reach import CoordinatorWatch
 from consumers.retry import HealthState, RetryPolicy, call_with_retry
-from consumers.transport import publish
 from indexing.core import Indexer
 from metrics.definitions import WorkerMetrics
+from transport.consumer import (
+    CommitLost,
+    ConsumeError,
+    Delivery,
+    EventConsumer,
+    Partition,
+    last_per_partition,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -48,24 +54,10 @@ class PartitionLost(Exception):
     """Every partition of the batch in hand was revoked while we waited."""
 
 
-class KafkaDeadLetterSink:
-    def __init__(self, producer: KafkaProducer, topic: str) -> None:
-        self.producer = producer
-        self.topic = topic
-
-    def send(self, letter: DeadLetter) -> None:
-        # Kafka allows a record with neither key nor value; kafka-python refuses to
-        # send one, so such a poison record is dead-lettered with an empty value.
-        value = letter.value if letter.value is not None or letter.key is not None else b""
-        publish(self.producer, self.topic, key=letter.key, value=value,
-                headers=letter.headers())
-
-
-class KafkaWorker:
+class Worker:
     def __init__(
         self,
-        consumer: KafkaConsumer,
-        topic: str,
+        consumer: EventConsumer,
         processor: Indexer,
         dead_letters: DeadLetterSink,
         *,
@@ -73,28 +65,33 @@ class KafkaWorker:
         health: HealthState | None = None,
         retry: RetryPolicy | None = None,
         commit: CommitPolicy | None = None,
-        poll_timeout_ms: int = 500,
-        commit_timeout_ms: int = 5000,
-        kafka_away_after_s: float = 10.0,
+        max_records: int = 200,
+        poll_timeout_s: float = 0.5,
+        write_behind: bool = False,
         checkpoint: Callable[[str], None] = lambda _step: None,
     ) -> None:
+        if max_records < 1:
+            raise ValueError(f"max_records must be at least 1, got {max_records!r}")
         self.consumer = consumer
-        self.topic = topic
         self.processor = processor
-        # one thread writes chunks while the loop chunks the rest of the batch
-        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chunk-writer")
         self.dead_letters = dead_letters
         self.metrics = metrics
         self.health = health or HealthState()
         self.retry = retry or RetryPolicy()
         self.commit_policy = commit or CommitPolicy()
-        self.poll_timeout_ms = poll_timeout_ms
-        self.commit_timeout_ms = commit_timeout_ms
-        self.kafka_reach = CoordinatorWatch(consumer, kafka_away_after_s)
+        self.max_records = max_records
+        self.poll_timeout_s = poll_timeout_s
+        # With write_behind, one thread writes chunks while the loop chunks the rest of
+        # the batch (for a store that may be written from another thread).
+        self._writer = (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="chunk-writer")
+            if write_behind else None
+        )
         self.checkpoint = checkpoint
         self._stop = threading.Event()
-        self._pending: dict[TopicPartition, int] = {}
-        self._assigned: set[TopicPartition] = set()
+        self._pending: dict[Partition, Delivery] = {}  # the last done delivery of each
+        self._assigned: set[Partition] = set()
+        self._backing_off = False
 
     # -- control -----------------------------------------------------------
     def request_stop(self) -> None:
@@ -102,67 +99,63 @@ class KafkaWorker:
         self._stop.set()
 
     def run(self) -> None:
-        self.consumer.subscribe([self.topic], listener=_Listener(self))
+        self.consumer.subscribe(on_assign=self._on_assign, on_revoke=self._on_revoke)
         try:
             while not self._stop.is_set():
-                polled = self._poll(self.poll_timeout_ms)
                 # A partition revoked while we were busy belongs to its new owner.
-                records = [r for tp, rs in polled.items() if tp in self._assigned for r in rs]
-                if records:
+                batch = [d for d in self._poll(self.poll_timeout_s) if d.source in self._assigned]
+                if batch:
                     try:
-                        self._process(records)
+                        self._process(batch)
                     except PartitionLost:
                         continue
-                    for record in records:
-                        tp = TopicPartition(record.topic, record.partition)
-                        if tp in self._assigned:
-                            self._pending[tp] = record.offset + 1
-                    self.commit_policy.record_done(len(records))
-                if self.commit_policy.should_commit():
+                    self._record_done(batch)
+                if not batch or self.commit_policy.should_commit():
                     self._commit()
         except Interrupted:
             log.info("stopping while backing off; the events in hand stay uncommitted")
         finally:
             self._commit()
-            self._writer.shutdown(wait=True)
-            self.consumer.close(autocommit=False)
+            if self._writer is not None:
+                self._writer.shutdown(wait=True)
+            self.consumer.close()
             log.info("worker stopped")
 
     # -- steps -------------------------------------------------------------
-    def _poll(self, timeout_ms: int) -> dict[TopicPartition, list[Any]]:
+    def _poll(self, timeout_s: float) -> list[Delivery]:
         self.metrics.beat()
         try:
-            result: dict[TopicPartition, list[Any]] = self.consumer.poll(timeout_ms=timeout_ms)
-        except KafkaError as exc:
-            self.metrics.transient_errors.labels(operation="kafka").inc()
-            log.warning("poll failed", error=repr(exc))
-            time.sleep(1.0)
-            result = {}
-        self._watch_kafka()
-        return result
+            batch = self.consumer.poll(self.max_records, timeout_s)
+        except ConsumeError as exc:
+            self.metrics.transient_errors.labels(operation=self.consumer.name).inc()
+            log.warning("poll failed", transport=self.consumer.name, error=str(exc))
+            self._stop.wait(1.0)
+            batch = []
+        self._watch_reach()
+        return batch
 
-    def _watch_kafka(self) -> None:
-        away = self.kafka_reach.away()
+    def _watch_reach(self) -> None:
+        away = self.consumer.unreachable()
         if away and not self.health.kafka_unreachable:
-            self.metrics.transient_errors.labels(operation="kafka").inc()
-            log.warning("Kafka out of reach; waiting for it", reason=away)
+            self.metrics.transient_errors.labels(operation=self.consumer.name).inc()
+            log.warning("transport out of reach; waiting for it", reason=away)
         elif not away and self.health.kafka_unreachable:
-            log.info("Kafka within reach again")
+            log.info("transport within reach again", transport=self.consumer.name)
         self.health.kafka_unreachable = away
         self.metrics.retrying.set(1 if away or self.health.retrying else 0)
 
-    def _process(self, records: list[Any]) -> None:
-        partitions = {TopicPartition(r.topic, r.partition) for r in records}
+    def _process(self, batch: list[Delivery]) -> None:
+        partitions = {d.source for d in batch}
 
         def on_retry(exc: BaseException) -> None:
             self.metrics.retrying.set(1)
-            operation = "kafka" if isinstance(exc, TransientError) else "store"
+            operation = self.consumer.name if isinstance(exc, TransientError) else "store"
             self.metrics.transient_errors.labels(operation=operation).inc()
 
         counter = OutcomeCounter(self.metrics)
         try:
             handled = call_with_retry(
-                lambda: attempt(records, self.processor, self.dead_letters,
+                lambda: attempt(batch, self.processor, self.dead_letters,
                                 write_behind=self._writer),
                 policy=self.retry, health=self.health,
                 sleep=lambda s: self._wait(s, partitions), on_retry=on_retry,
@@ -170,73 +163,74 @@ class KafkaWorker:
         finally:
             self.metrics.retrying.set(1 if self.health.kafka_unreachable else 0)
         counter.count(handled)
-        last: dict[TopicPartition, int] = {}
-        for record in records:
-            last[TopicPartition(record.topic, record.partition)] = record.offset
-        for tp, offset in last.items():
-            highwater = self.consumer.highwater(tp)
-            if highwater is not None:
-                self.metrics.consumer_lag.labels(topic=tp.topic, partition=str(tp.partition)).set(
-                    max(0, highwater - offset - 1)
-                )
+        for partition, last in last_per_partition(batch).items():
+            backlog = self.consumer.backlog(last)
+            if backlog is not None:
+                self.metrics.consumer_lag.labels(
+                    topic=partition.topic, partition=str(partition.number)
+                ).set(backlog)
 
-    def _wait(self, seconds: float, partitions: set[TopicPartition]) -> None:
+    def _wait(self, seconds: float, partitions: set[Partition]) -> None:
         """Back off without leaving the group: poll with every partition paused."""
         deadline = time.monotonic() + seconds
-        while True:
-            if self._stop.is_set():
-                raise Interrupted("stop requested")
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            self.consumer.pause(*self.consumer.assignment())
-            got = self._poll(int(min(remaining, 0.5) * 1000))
-            for other, records in got.items():
-                # A partition assigned during the wait is not paused yet: give
-                # its records back so none is skipped.
-                self.consumer.seek(other, records[0].offset)
-                self.consumer.pause(other)
-        self.consumer.resume(*self.consumer.paused())
+        self._backing_off = True
+        try:
+            while True:
+                if self._stop.is_set():
+                    raise Interrupted("stop requested")
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self.consumer.pause(self.consumer.assignment())
+                got = self._poll(min(remaining, 0.5))
+                if got:  # the consumer broke its contract: crash, so redelivery fills the gap
+                    raise RuntimeError(
+                        f"{self.consumer.name} handed out {len(got)} records of paused "
+                        f"partitions ({', '.join(sorted({str(d.source) for d in got}))})"
+                    )
+        finally:
+            self._backing_off = False
+            self.consumer.resume(self.consumer.assignment())
         if not partitions & self._assigned:
-            raise PartitionLost(", ".join(sorted(str(tp) for tp in partitions)))
+            raise PartitionLost(", ".join(sorted(str(p) for p in partitions)))
+
+    def _record_done(self, batch: list[Delivery]) -> None:
+        for partition, last in last_per_partition(batch).items():
+            if partition in self._assigned:
+                self._pending[partition] = last
+        self.commit_policy.record_done(len(batch))
 
     def _commit(self) -> None:
         if not self._pending:
             self.commit_policy.committed()
             return
-        offsets = {tp: OffsetAndMetadata(off, "", -1) for tp, off in self._pending.items()}
         try:
-            self.consumer.commit(offsets=offsets, timeout_ms=self.commit_timeout_ms)
-        except CommitFailedError as exc:
+            self.consumer.commit(list(self._pending.values()))
+        except CommitLost as exc:
             log.warning("commit refused after a rebalance; the new owner redoes it", error=str(exc))
-        except KafkaError as exc:
+            self._pending.clear()
+            self.commit_policy.committed()
+            return
+        except ConsumeError as exc:
             # Not committing only means redelivery, which is harmless.
-            self.metrics.transient_errors.labels(operation="kafka").inc()
-            log.warning("commit failed; will try again", error=repr(exc))
+            self.metrics.transient_errors.labels(operation=self.consumer.name).inc()
+            log.warning("commit failed; will try again", error=str(exc))
             return
         self.checkpoint("after-commit")
         self.metrics.offsets_committed.inc()
         self._pending.clear()
         self.commit_policy.committed()
 
-    def _revoked(self, revoked: set[TopicPartition]) -> None:
+    # -- rebalance callbacks (run inside ``poll``) ---------------------------
+    def _on_revoke(self, revoked: frozenset[Partition]) -> None:
         self._commit()
-        self._assigned -= set(revoked)
-        for tp in revoked:
-            self._pending.pop(tp, None)
+        self._assigned -= revoked
+        for partition in revoked:
+            self._pending.pop(partition, None)
             with contextlib.suppress(KeyError):  # the new owner reports its lag now
-                self.metrics.consumer_lag.remove(tp.topic, str(tp.partition))
+                self.metrics.consumer_lag.remove(partition.topic, str(partition.number))
 
-    def _assigned_now(self, assigned: set[TopicPartition]) -> None:
-        self._assigned |= set(assigned)
-
-
-class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
-    def __init__(self, worker: KafkaWorker) -> None:
-        self.worker = worker
-
-    def on_partitions_revoked(self, revoked: Any) -> None:
-        self.worker._revoked(set(revoked))
-
-    def on_partitions_assigned(self, assigned: Any) -> None:
-        self.worker._assigned_now(set(assigned))
+    def _on_assign(self, assigned: frozenset[Partition]) -> None:
+        self._assigned |= assigned
+        if self._backing_off:
+            self.consumer.pause(assigned)

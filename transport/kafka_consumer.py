@@ -1,50 +1,136 @@
-"""``transport.consumer.EventConsumer`` on a Kafka consumer group.
+"""``transport.consumer.EventConsumer`` on a Kafka consumer group (the worker's, in Kafka mode).
 
 Commits are explicit (``enable_auto_commit=False``): the offset after the
-highest delivery of each partition. Kafka errors become ``ConsumeError``.
+highest delivery of each partition, bounded by ``commit_timeout_s`` so the
+worker's loop keeps turning while Kafka is away. kafka-python's rebalance
+listener calls the subscriber's callbacks inside ``poll``. Kafka's errors
+become ``ConsumeError`` (``CommitLost`` when a rebalance took the partitions).
+
+While the brokers are away, kafka-python's ``poll`` does not raise: it returns
+nothing and reconnects by itself. ``unreachable`` says so, from the group
+heartbeat (``transport.kafka_reach.CoordinatorWatch``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from kafka import KafkaConsumer, TopicPartition
-from kafka.errors import KafkaError
+from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
+from kafka.errors import CommitFailedError, KafkaError
 from kafka.structs import OffsetAndMetadata
 
-from transport.consumer import ConsumeError, Delivery
+from transport.consumer import (
+    CommitLost,
+    ConsumeError,
+    Delivery,
+    Partition,
+    Rebalance,
+    ignore_rebalance,
+    last_per_partition,
+)
+from transport.kafka import new_consumer
+from transport.kafka_reach import CoordinatorWatch
+
+
+def _tp(partition: Partition) -> TopicPartition:
+    return TopicPartition(partition.topic, partition.number)
+
+
+def _partitions(tps: Iterable[Any]) -> frozenset[Partition]:
+    return frozenset(Partition(tp.topic, tp.partition) for tp in tps)
 
 
 class KafkaEventConsumer:
-    def __init__(self, consumer: KafkaConsumer, topic: str) -> None:
+    name = "kafka"
+
+    def __init__(
+        self, consumer: KafkaConsumer, topic: str, *,
+        away_after_s: float = 10.0, commit_timeout_s: float = 5.0,
+    ) -> None:
         self.consumer = consumer
         self.topic = topic
-        consumer.subscribe([topic])
+        self.commit_timeout_s = commit_timeout_s
+        self.watch = CoordinatorWatch(consumer, away_after_s)
+
+    @classmethod
+    def connect(
+        cls, bootstrap_servers: str, group_id: str, topic: str, *,
+        max_poll_records: int = 200, session_timeout_ms: int = 10000,
+    ) -> KafkaEventConsumer:
+        """A new member of ``group_id``; Kafka counts as away after one session timeout."""
+        consumer = new_consumer(
+            bootstrap_servers, group_id, max_poll_records=max_poll_records,
+            session_timeout_ms=session_timeout_ms,
+            heartbeat_interval_ms=max(500, session_timeout_ms // 5),
+        )
+        return cls(consumer, topic, away_after_s=session_timeout_ms / 1000)
+
+    def subscribe(
+        self, on_assign: Rebalance = ignore_rebalance, on_revoke: Rebalance = ignore_rebalance,
+    ) -> None:
+        self.consumer.subscribe([self.topic], listener=_Listener(on_assign, on_revoke))
 
     def poll(self, max_records: int, timeout_s: float) -> list[Delivery]:
         try:
             batch = self.consumer.poll(timeout_ms=int(timeout_s * 1000), max_records=max_records)
         except KafkaError as exc:
             raise ConsumeError(f"poll {self.topic!r}: {exc!r}") from exc
-        return [
-            Delivery(r.key, r.value, r.topic, r.partition, r.offset)
-            for records in batch.values()
-            for r in records
-        ]
+        paused = self.consumer.paused()
+        deliveries: list[Delivery] = []
+        for tp, records in batch.items():
+            if tp in paused:
+                # Fetched before the pause took effect: give them back, none skipped.
+                self.consumer.seek(tp, records[0].offset)
+                continue
+            deliveries.extend(
+                Delivery(r.key, r.value, r.topic, r.partition, r.offset) for r in records
+            )
+        return deliveries
+
+    def assignment(self) -> frozenset[Partition]:
+        return _partitions(self.consumer.assignment())
+
+    def pause(self, partitions: Iterable[Partition]) -> None:
+        tps = [_tp(p) for p in partitions]
+        if tps:
+            self.consumer.pause(*tps)
+
+    def resume(self, partitions: Iterable[Partition]) -> None:
+        tps = [_tp(p) for p in partitions]
+        if tps:
+            self.consumer.resume(*tps)
 
     def commit(self, deliveries: Sequence[Delivery]) -> None:
-        ends: dict[TopicPartition, int] = {}
-        for d in deliveries:
-            tp = TopicPartition(d.topic, d.partition)
-            ends[tp] = max(ends.get(tp, -1), d.offset + 1)
-        if not ends:
+        last = last_per_partition(deliveries)
+        if not last:
             return
+        offsets = {_tp(p): OffsetAndMetadata(d.offset + 1, "", -1) for p, d in last.items()}
         try:
-            self.consumer.commit(
-                offsets={tp: OffsetAndMetadata(off, "", -1) for tp, off in ends.items()}
-            )
+            self.consumer.commit(offsets=offsets, timeout_ms=int(self.commit_timeout_s * 1000))
+        except CommitFailedError as exc:
+            raise CommitLost(f"commit {self.topic!r} refused after a rebalance: {exc}") from exc
         except KafkaError as exc:
             raise ConsumeError(f"commit {self.topic!r}: {exc!r}") from exc
 
+    def backlog(self, delivery: Delivery) -> int | None:
+        highwater = self.consumer.highwater(TopicPartition(delivery.topic, delivery.partition))
+        return None if highwater is None else max(0, highwater - delivery.offset - 1)
+
+    def unreachable(self) -> str | None:
+        return self.watch.away()
+
     def close(self) -> None:
         self.consumer.close(autocommit=False)
+
+
+class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, on_assign: Rebalance, on_revoke: Rebalance) -> None:
+        self.on_assign = on_assign
+        self.on_revoke = on_revoke
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        self.on_revoke(_partitions(revoked))
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        self.on_assign(_partitions(assigned))

@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterable, Sequence
 
 from events.model import ChangeEvent
-from transport.consumer import Delivery
+from transport.consumer import Delivery, Partition, Rebalance, ignore_rebalance
 from transport.local_queue import LocalQueue, QueueError
 from transport.publisher import PublishUnavailable
 
@@ -45,14 +45,27 @@ class LocalQueuePublisher:
 
 
 class LocalQueueConsumer:
-    """The topic's one consumer while it lives (it holds the lease)."""
+    """The topic's one consumer while it lives (it holds the lease).
+
+    The topic has one partition and one consumer, so its assignment is that
+    partition from ``subscribe`` to ``close`` and no revocation ever happens;
+    there is no coordinator to lose (``unreachable`` is always None) and the
+    backlog is not tracked per record (None).
+    """
+
+    name = "queue"
 
     def __init__(self, queue: LocalQueue, topic: str, *, lease_ttl_s: float = 15.0) -> None:
         self.queue = queue
         self.topic = topic
         self.lease_ttl_s = lease_ttl_s
+        self._partition = Partition(topic, 0)
         self._cursor = 0  # highest offset handed out; restarts at 0: redelivery
         self._renewed = 0.0
+        self._subscribed = False
+        self._on_assign: Rebalance = ignore_rebalance
+        self._assigned: frozenset[Partition] = frozenset()
+        self._paused = False
         self._renew()
 
     def _renew(self) -> None:
@@ -61,11 +74,23 @@ class LocalQueueConsumer:
             self.queue.take_lease(self.topic, self.lease_ttl_s)
             self._renewed = now
 
+    def subscribe(
+        self, on_assign: Rebalance = ignore_rebalance, on_revoke: Rebalance = ignore_rebalance,
+    ) -> None:
+        self._subscribed = True
+        self._on_assign = on_assign
+
     def poll(self, max_records: int, timeout_s: float) -> list[Delivery]:
+        if not self._subscribed:
+            raise RuntimeError(f"poll before subscribe on topic={self.topic!r}")
+        if not self._assigned:
+            self._assigned = frozenset({self._partition})
+            self._on_assign(self._assigned)
         deadline = time.monotonic() + timeout_s
         while True:
             self._renew()
-            records = self.queue.read(self.topic, self._cursor, max_records)
+            records = [] if self._paused else self.queue.read(self.topic, self._cursor,
+                                                             max_records)
             if records:
                 self._cursor = records[-1].offset
                 return records
@@ -76,9 +101,27 @@ class LocalQueueConsumer:
             # for publishes from other processes.
             self.queue.wait_for_records(min(remaining, 0.05))
 
+    def assignment(self) -> frozenset[Partition]:
+        return self._assigned
+
+    def pause(self, partitions: Iterable[Partition]) -> None:
+        if self._partition in set(partitions):
+            self._paused = True
+
+    def resume(self, partitions: Iterable[Partition]) -> None:
+        if self._partition in set(partitions):
+            self._paused = False
+
     def commit(self, deliveries: Sequence[Delivery]) -> None:
         if deliveries:
             self.queue.ack(self.topic, max(d.offset for d in deliveries))
 
+    def backlog(self, delivery: Delivery) -> int | None:
+        return None
+
+    def unreachable(self) -> str | None:
+        return None
+
     def close(self) -> None:
+        self._assigned = frozenset()
         self.queue.release_lease(self.topic)

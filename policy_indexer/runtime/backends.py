@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from consumers.local_dead_letters import LocalDeadLetterSink
-from consumers.queue_worker import QueueWorker
 from consumers.retry import HealthState
+from consumers.worker import Worker
 from indexing.core import Indexer
 from metrics.definitions import WorkerMetrics
 from policy_indexer.runtime.parts import ThreadPart
@@ -43,7 +43,6 @@ from transport.local_queue import LocalQueue
 from transport.publisher import EventPublisher
 
 if TYPE_CHECKING:
-    from consumers.worker import KafkaWorker
     from embeddings.cache import EmbeddingCache
     from store.search_index import SearchIndex, VectorStore
 
@@ -183,14 +182,14 @@ class EmbeddedBackends:
         *,
         health: HealthState | None = None,
         checkpoint: Callable[[str], None] = lambda _step: None,
-    ) -> QueueWorker:
+    ) -> Worker:
         """A worker on the queue; raises ``ConsumerBusy`` if another process consumes it."""
         s = self.settings
         consumer = LocalQueueConsumer(self.queue, self.topic, lease_ttl_s=s.embedded_lease_seconds)
         processor = Indexer(
             self.sqlite, checkpoint=checkpoint, on_unchanged=metrics.unchanged_content.inc
         )
-        return QueueWorker(
+        return Worker(
             consumer,
             processor,
             LocalDeadLetterSink(self.queue, self.topic),
@@ -282,7 +281,7 @@ class KafkaBackends:
 
     def ensure_topics(self) -> None:
         """Create the change and dead-letter topics if missing."""
-        from consumers.transport import ensure_topics  # noqa: PLC0415
+        from transport.kafka import ensure_topics  # noqa: PLC0415
 
         s = self.settings
         ensure_topics(s.kafka_bootstrap_servers, [s.kafka_topic, s.kafka_dead_letter_topic],
@@ -294,34 +293,34 @@ class KafkaBackends:
         *,
         health: HealthState | None = None,
         checkpoint: Callable[[str], None] = lambda _step: None,
-    ) -> KafkaWorker:
+    ) -> Worker:
         """A worker in the consumer group; its producer (dead letters) closes with ``close``."""
-        from consumers.transport import make_consumer, make_producer  # noqa: PLC0415
-        from consumers.worker import KafkaDeadLetterSink, KafkaWorker  # noqa: PLC0415
+        from consumers.kafka_dead_letters import KafkaDeadLetterSink  # noqa: PLC0415
+        from transport.kafka import ProducerPolicy  # noqa: PLC0415
+        from transport.kafka_consumer import KafkaEventConsumer  # noqa: PLC0415
+        from transport.kafka_producer import KafkaSender  # noqa: PLC0415
 
         s = self.settings
-        producer = make_producer(s.kafka_bootstrap_servers)
-        self._closers.append(lambda: producer.close(timeout=5))
-        consumer = make_consumer(
-            s.kafka_bootstrap_servers,
-            s.kafka_group_id,
+        sender = KafkaSender(s.kafka_bootstrap_servers, ProducerPolicy())
+        self._closers.append(sender.close)
+        consumer = KafkaEventConsumer.connect(
+            s.kafka_bootstrap_servers, s.kafka_group_id, s.kafka_topic,
             max_poll_records=s.commit_every_records,
             session_timeout_ms=s.kafka_session_timeout_ms,
-            heartbeat_interval_ms=max(500, s.kafka_session_timeout_ms // 5),
         )
         processor = Indexer(
             self.es, checkpoint=checkpoint, on_unchanged=metrics.unchanged_content.inc
         )
-        return KafkaWorker(
+        return Worker(
             consumer,
-            s.kafka_topic,
             processor,
-            KafkaDeadLetterSink(producer, s.kafka_dead_letter_topic),
+            KafkaDeadLetterSink(sender, s.kafka_dead_letter_topic),
             metrics=metrics,
             health=health,
             retry=s.retry_policy(),
             commit=s.commit_policy(),
-            kafka_away_after_s=s.kafka_session_timeout_ms / 1000,
+            max_records=s.commit_every_records,
+            write_behind=True,
             checkpoint=checkpoint,
         )
 

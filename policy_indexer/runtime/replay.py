@@ -162,14 +162,17 @@ def replay_to_kafka(
     """Publish the log's changes in order (keyed by document id), then flush.
 
     A bad line stops it: ``ChangeLogError`` says how many were published before it.
+    Changes the broker did not acknowledge raise ``PublishUnavailable`` (never silent).
     """
-    from consumers.transport import ensure_topics, make_producer  # noqa: PLC0415
+    from transport.kafka import ensure_topics, new_producer  # noqa: PLC0415
+    from transport.publisher import PublishUnavailable  # noqa: PLC0415
 
     topic = topic or settings.kafka_topic
     ensure_topics(settings.kafka_bootstrap_servers, [topic], partitions=settings.kafka_partitions)
-    producer = make_producer(settings.kafka_bootstrap_servers)
+    producer = new_producer(settings.kafka_bootstrap_servers)
     total = count_lines(changelog) if limit is None else limit
     sent = 0
+    refused: list[BaseException] = []
     started = time.monotonic()
     try:
         with tqdm(total=total, unit="change", desc=f"replay -> {topic}") as bar:
@@ -180,7 +183,9 @@ def replay_to_kafka(
                     delay = started + sent / rate - time.monotonic()
                     if delay > 0:
                         time.sleep(delay)
-                producer.send(topic, key=event.document_id.encode(), value=event.to_json_bytes())
+                future = producer.send(topic, key=event.document_id.encode(),
+                                       value=event.to_json_bytes())
+                future.add_errback(refused.append)
                 sent += 1
                 bar.update(1)
         producer.flush(timeout=60)
@@ -188,5 +193,9 @@ def replay_to_kafka(
         raise ChangeLogError(f"{exc} ({sent} changes were published before it)") from exc
     finally:
         producer.close(timeout=10)
+    if refused:
+        raise PublishUnavailable(
+            f"{len(refused)} of {sent} changes were not acknowledged by Kafka: {refused[0]!r}"
+        )
     return KafkaReplay(sent, topic)
 

@@ -12,7 +12,7 @@ from support.kafka_admin import delete_topics
 from support.own_broker import OwnBroker, own_broker_under
 from support.workers import Pipeline
 
-from consumers.transport import ensure_topics
+from transport.kafka import ensure_topics
 from events.changelog import read_changelog
 from events.model import ChangeEvent
 from store.elasticsearch import ElasticsearchStore

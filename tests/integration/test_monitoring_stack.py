@@ -26,7 +26,7 @@ from support.kafka_helpers import publish_events
 from support.monitoring import CLI, Process, Prometheus, free_port, wait_for
 from support.waiting import wait_until
 
-from consumers.transport import ensure_topics
+from transport.kafka import ensure_topics
 from events.changelog import event_from_line
 from store.elasticsearch import ElasticsearchStore
 

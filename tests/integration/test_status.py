@@ -15,10 +15,11 @@ from support.kafka_admin import delete_topics
 from support.workers import CLI
 
 from consumers.dead_letter import DeadLetter
-from consumers.transport import ensure_topics, make_producer
-from consumers.worker import KafkaDeadLetterSink
+from consumers.kafka_dead_letters import KafkaDeadLetterSink
 from store.elasticsearch import ElasticsearchStore
 from store.model import DocumentState
+from transport.kafka import ProducerPolicy, ensure_topics
+from transport.kafka_producer import KafkaSender
 
 
 def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -83,19 +84,19 @@ def test_kafka_mode_status_reads_elasticsearch_and_the_dead_letter_topic(
     store.ensure_ready()
     dlq = f"{unique}-dlq"
     ensure_topics(kafka_bootstrap, [dlq], partitions=1)
-    producer = make_producer(kafka_bootstrap)
+    sender = KafkaSender(kafka_bootstrap, ProducerPolicy())
     try:
         t0 = datetime(2024, 1, 1, tzinfo=UTC)
         store.write_chunks([make_chunk("refund", 2, "a"), make_chunk("refund", 1, "a")])
         store.put_state(DocumentState("refund", 2, t0, t0, ("refund@v2#a",)))
-        sink = KafkaDeadLetterSink(producer, dlq)
+        sink = KafkaDeadLetterSink(sender, dlq)
         for offset in (3, 4):
             sink.send(DeadLetter(b"k", b"{", "not_json", "not JSON", "t", 0, offset))
         report = status_json(pipeline="kafka", elasticsearch_url=elasticsearch_url,
                              index_prefix=unique, kafka_bootstrap_servers=kafka_bootstrap,
                              kafka_dead_letter_topic=dlq, sweep_grace_seconds="0")
     finally:
-        producer.close(timeout=5)
+        sender.close()
         delete_topics(kafka_bootstrap, [dlq])
         store.delete_everything()
         store.close()

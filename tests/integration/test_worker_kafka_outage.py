@@ -22,7 +22,7 @@ from support.own_broker import OwnBroker
 from support.waiting import wait_until
 from support.workers import Pipeline, free_port, healthz
 
-from consumers.transport import ensure_topics
+from transport.kafka import ensure_topics
 from events.model import ChangeEvent
 from store.elasticsearch import ElasticsearchStore
 

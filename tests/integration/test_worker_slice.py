@@ -13,12 +13,15 @@ from support.kafka_admin import delete_topics
 from support.kafka_helpers import publish_events, wait_for_lag_zero
 
 from consumers.commit_policy import CommitPolicy
-from consumers.transport import ensure_topics, make_consumer, make_producer
-from consumers.worker import KafkaDeadLetterSink, KafkaWorker
+from consumers.kafka_dead_letters import KafkaDeadLetterSink
+from consumers.worker import Worker
 from events.model import Action, ChangeEvent
 from indexing.core import Indexer
 from metrics.definitions import WorkerMetrics
 from store.elasticsearch import ElasticsearchStore
+from transport.kafka import ProducerPolicy, ensure_topics
+from transport.kafka_consumer import KafkaEventConsumer
+from transport.kafka_producer import KafkaSender
 
 pytestmark = pytest.mark.services
 
@@ -39,14 +42,14 @@ def test_an_event_from_kafka_becomes_a_searchable_chunk(
     ensure_topics(kafka_bootstrap, [topic, dlq], partitions=2)
     registry = CollectorRegistry()
     metrics = WorkerMetrics.create(registry)
-    producer = make_producer(kafka_bootstrap)
-    worker = KafkaWorker(
-        make_consumer(kafka_bootstrap, group),
-        topic,
+    sender = KafkaSender(kafka_bootstrap, ProducerPolicy())
+    worker = Worker(
+        KafkaEventConsumer.connect(kafka_bootstrap, group, topic),
         Indexer(es_store, chunk=fake_chunker),
-        KafkaDeadLetterSink(producer, dlq),
+        KafkaDeadLetterSink(sender, dlq),
         metrics=metrics,
         commit=CommitPolicy(max_records=1, max_interval_s=0.2),
+        write_behind=True,
     )
     thread = threading.Thread(target=worker.run)
     thread.start()
@@ -64,7 +67,7 @@ def test_an_event_from_kafka_becomes_a_searchable_chunk(
     finally:
         worker.request_stop()
         thread.join(timeout=30)
-        producer.close()
+        sender.close()
         delete_topics(kafka_bootstrap, [topic, dlq])
     assert not thread.is_alive()
     es_store.refresh()
@@ -92,14 +95,14 @@ def test_a_document_over_kafkas_default_1_mb_limit_is_published_and_indexed(
         f"## Section {i}\n\n" + sentence * 160 for i in range(300)
     )  # about 3.2 MB
     assert len(content.encode()) > 3_000_000
-    producer = make_producer(kafka_bootstrap)
-    worker = KafkaWorker(
-        make_consumer(kafka_bootstrap, group),
-        topic,
+    sender = KafkaSender(kafka_bootstrap, ProducerPolicy())
+    worker = Worker(
+        KafkaEventConsumer.connect(kafka_bootstrap, group, topic),
         Indexer(es_store),
-        KafkaDeadLetterSink(producer, dlq),
+        KafkaDeadLetterSink(sender, dlq),
         metrics=WorkerMetrics.create(CollectorRegistry()),
         commit=CommitPolicy(max_records=1, max_interval_s=0.2),
+        write_behind=True,
     )
     thread = threading.Thread(target=worker.run)
     thread.start()
@@ -113,7 +116,7 @@ def test_a_document_over_kafkas_default_1_mb_limit_is_published_and_indexed(
     finally:
         worker.request_stop()
         thread.join(timeout=30)
-        producer.close()
+        sender.close()
         delete_topics(kafka_bootstrap, [topic, dlq])
     es_store.refresh()
     expected = {c.chunk_id for c in chunk_document("annual-terms", 1, content)}

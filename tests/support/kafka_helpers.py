@@ -8,17 +8,17 @@ from typing import Any
 
 from kafka import KafkaConsumer
 
-from consumers.transport import make_producer
 from events.model import ChangeEvent
 from support.kafka_admin import lag_or_none
 from support.waiting import wait_until
+from transport.kafka import new_producer
 
 
 def publish_events(
     bootstrap: str, topic: str, events: Iterable[ChangeEvent | tuple[bytes, bytes | None]]
 ) -> int:
     """Publish events keyed by document id (or raw (key, value) pairs); wait for acks."""
-    producer = make_producer(bootstrap)
+    producer = new_producer(bootstrap)
     sent = 0
     futures = []
     key: bytes

@@ -10,7 +10,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from events.model import ChangeEvent
-from transport.kafka_producer import KAFKA_MAX_MESSAGE_BYTES
+from transport.kafka import KAFKA_MAX_MESSAGE_BYTES
 
 # Kafka's default max.message.bytes (~1 MB) would refuse the 5 MB document.
 MAX_MESSAGE_BYTES = KAFKA_MAX_MESSAGE_BYTES

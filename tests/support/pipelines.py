@@ -20,8 +20,8 @@ from prometheus_client import CollectorRegistry
 
 from consumers.commit_policy import CommitPolicy
 from consumers.dead_letter import DeadLetter
-from consumers.transport import ensure_topics, make_consumer, make_producer
-from consumers.worker import KafkaDeadLetterSink, KafkaWorker
+from consumers.kafka_dead_letters import KafkaDeadLetterSink
+from consumers.worker import Worker
 from events.model import ChangeEvent
 from indexing.core import Indexer
 from metrics.definitions import WorkerMetrics
@@ -31,6 +31,9 @@ from store.base import Store
 from store.elasticsearch import ElasticsearchStore
 from support.kafka_admin import delete_topics
 from support.kafka_helpers import publish_events, read_all, wait_for_lag_zero
+from transport.kafka import ProducerPolicy, ensure_topics
+from transport.kafka_consumer import KafkaEventConsumer
+from transport.kafka_producer import KafkaSender
 
 Message = ChangeEvent | tuple[bytes, bytes | None]
 
@@ -83,12 +86,12 @@ def kafka_pipeline(request: pytest.FixtureRequest) -> Iterator[PipelineUnderTest
     ensure_topics(bootstrap, [topic, dlq], partitions=2)
     store = ElasticsearchStore.connect(es_url, unique)
     store.ensure_ready()
-    producer = make_producer(bootstrap)
-    worker = KafkaWorker(
-        make_consumer(bootstrap, group, session_timeout_ms=6000, heartbeat_interval_ms=1000),
-        topic, Indexer(store), KafkaDeadLetterSink(producer, dlq),
+    sender = KafkaSender(bootstrap, ProducerPolicy())
+    worker = Worker(
+        KafkaEventConsumer.connect(bootstrap, group, topic, session_timeout_ms=6000),
+        Indexer(store), KafkaDeadLetterSink(sender, dlq),
         metrics=WorkerMetrics.create(CollectorRegistry()),
-        commit=CommitPolicy(max_records=20, max_interval_s=0.3),
+        commit=CommitPolicy(max_records=20, max_interval_s=0.3), write_behind=True,
     )
     thread = threading.Thread(target=worker.run)
     thread.start()
@@ -112,7 +115,7 @@ def kafka_pipeline(request: pytest.FixtureRequest) -> Iterator[PipelineUnderTest
     finally:
         worker.request_stop()
         thread.join(timeout=30)
-        producer.close(timeout=5)
+        sender.close()
         delete_topics(bootstrap, [topic, dlq])
         store.delete_everything()
         store.close()

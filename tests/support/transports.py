@@ -2,7 +2,8 @@
 
 Each yields a ``TransportUnderTest`` on a fresh, unique topic: a publisher, a way
 to open a new consumer (the same consumer group each time, as a restarted worker
-would), a dead-letter sink, and a way to read the dead letters back.
+would; built the way the composition root builds the worker's),
+a dead-letter sink, and a way to read the dead letters back.
 """
 
 from __future__ import annotations
@@ -10,20 +11,20 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from consumers.dead_letter import DeadLetter, DeadLetterSink
+from consumers.kafka_dead_letters import KafkaDeadLetterSink
 from consumers.local_dead_letters import LocalDeadLetterSink
-from consumers.transport import ensure_topics, make_consumer, make_producer
-from consumers.worker import KafkaDeadLetterSink
 from support.kafka_admin import delete_topics
 from support.kafka_helpers import read_all
-from transport.consumer import Delivery, EventConsumer
+from transport.consumer import Delivery, EventConsumer, Partition
+from transport.kafka import ProducerPolicy, ensure_topics
 from transport.kafka_consumer import KafkaEventConsumer
-from transport.kafka_producer import KafkaEventPublisher, KafkaPublisherConfig
+from transport.kafka_producer import KafkaEventPublisher, KafkaPublisherConfig, KafkaSender
 from transport.local_clients import LocalQueueConsumer, LocalQueuePublisher
 from transport.local_queue import LocalQueue
 from transport.publisher import EventPublisher
@@ -35,11 +36,36 @@ LetterSummary = tuple[bytes | None, bytes | None, str, int]
 @dataclass
 class TransportUnderTest:
     publisher: EventPublisher
-    new_consumer: Callable[[], EventConsumer]
+    new_consumer: Callable[[], EventConsumer]  # not subscribed yet
     dead_letters: DeadLetterSink
     read_dead_letters: Callable[[int], list[LetterSummary]]
     first_poll_s: float  # how long a new consumer may take to get its first records
     quiet_s: float  # how long to wait before concluding that nothing more comes
+    partitions: frozenset[Partition]  # of the topic: a lone member of the group reads all
+
+
+@dataclass
+class Rebalances:
+    """What a consumer's callbacks were told, in order: ("assign" | "revoke", partitions)."""
+
+    calls: list[tuple[str, frozenset[Partition]]] = field(default_factory=list)
+
+    def subscribe(self, consumer: EventConsumer) -> EventConsumer:
+        consumer.subscribe(on_assign=lambda p: self.calls.append(("assign", p)),
+                           on_revoke=lambda p: self.calls.append(("revoke", p)))
+        return consumer
+
+    def assigned(self) -> frozenset[Partition]:
+        """What the callbacks say is assigned now."""
+        now: frozenset[Partition] = frozenset()
+        for kind, partitions in self.calls:
+            now = now | partitions if kind == "assign" else now - partitions
+        return now
+
+
+def subscribed(consumer: EventConsumer) -> EventConsumer:
+    consumer.subscribe()
+    return consumer
 
 
 def drain(consumer: EventConsumer, expect: int, timeout_s: float) -> list[Delivery]:
@@ -65,6 +91,7 @@ def local_transport(request: pytest.FixtureRequest) -> Iterator[TransportUnderTe
         yield TransportUnderTest(
             LocalQueuePublisher(queue, topic), lambda: LocalQueueConsumer(queue, topic),
             LocalDeadLetterSink(queue, topic), read_letters, first_poll_s=2.0, quiet_s=0.5,
+            partitions=frozenset({Partition(topic, 0)}),
         )
     finally:
         queue.close()
@@ -77,7 +104,7 @@ def kafka_transport(request: pytest.FixtureRequest) -> Iterator[TransportUnderTe
     topic, dlq, group = f"{unique}-changes", f"{unique}-dlq", f"{unique}-group"
     ensure_topics(bootstrap, [topic, dlq], partitions=2)
     publisher = KafkaEventPublisher(KafkaPublisherConfig(bootstrap, topic, timeout_seconds=15))
-    producer = make_producer(bootstrap)
+    sender = KafkaSender(bootstrap, ProducerPolicy())
 
     def read_letters(expect: int) -> list[LetterSummary]:
         letters = []
@@ -89,19 +116,17 @@ def kafka_transport(request: pytest.FixtureRequest) -> Iterator[TransportUnderTe
         return letters
 
     def new_consumer() -> EventConsumer:
-        return KafkaEventConsumer(
-            make_consumer(bootstrap, group, session_timeout_ms=6000, heartbeat_interval_ms=1000),
-            topic,
-        )
+        return KafkaEventConsumer.connect(bootstrap, group, topic, session_timeout_ms=6000)
 
     try:
         yield TransportUnderTest(
-            publisher, new_consumer, KafkaDeadLetterSink(producer, dlq), read_letters,
+            publisher, new_consumer, KafkaDeadLetterSink(sender, dlq), read_letters,
             first_poll_s=30.0, quiet_s=8.0,
+            partitions=frozenset({Partition(topic, 0), Partition(topic, 1)}),
         )
     finally:
         publisher.close()
-        producer.close(timeout=5)
+        sender.close()
         delete_topics(bootstrap, [topic, dlq])
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from consumers.kafka_reach import GROUP, METRIC, CoordinatorWatch
+from transport.kafka_reach import GROUP, METRIC, CoordinatorWatch
 
 
 @dataclass

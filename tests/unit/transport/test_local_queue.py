@@ -22,6 +22,7 @@ def test_committed_records_give_their_disk_space_back(tmp_path: Path) -> None:
     queue = LocalQueue(path)
     queue.append("t", [(b"doc", b"x" * 20_000) for _ in range(300)])  # ~6 MB
     consumer = LocalQueueConsumer(queue, "t")
+    consumer.subscribe()
     consumer.commit(consumer.poll(1000, 0.1))
     consumer.close()
     queue.close()

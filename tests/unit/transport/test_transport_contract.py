@@ -2,20 +2,32 @@
 
 At-least-once: an event is delivered until it is committed, in order per
 document, and committing a record commits the earlier ones of its partition.
+What the worker loop relies on besides: the assignment callback names a
+partition before any of its records is handed out, a paused partition hands
+out nothing and keeps its place, and a transport within reach says so. The
+consumers are the ones the composition root gives the worker.
 """
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from support.transports import TRANSPORT_FACTORIES, TransportFactory, TransportUnderTest, drain
+from support.transports import (
+    TRANSPORT_FACTORIES,
+    Rebalances,
+    TransportFactory,
+    TransportUnderTest,
+    drain,
+    subscribed,
+)
 
 from consumers.dead_letter import DeadLetter
 from events.model import Action, ChangeEvent
-from transport.consumer import Delivery
+from transport.consumer import Delivery, EventConsumer
 
 
 @pytest.fixture(params=TRANSPORT_FACTORIES)
@@ -47,7 +59,7 @@ def test_events_arrive_whole_and_in_order_per_document(transport: TransportUnder
     sent = [event(doc, v) for v in (1, 2, 3) for doc in ("refund", "terms", "privacy")]
     for e in sent:
         transport.publisher.publish(e)
-    consumer = transport.new_consumer()
+    consumer = subscribed(transport.new_consumer())
     try:
         got = drain(consumer, len(sent), transport.first_poll_s)
     finally:
@@ -59,17 +71,17 @@ def test_events_arrive_whole_and_in_order_per_document(transport: TransportUnder
 def test_what_was_not_committed_is_delivered_again(transport: TransportUnderTest) -> None:
     for e in [event("refund", 1), event("terms", 1), event("refund", 2)]:
         transport.publisher.publish(e)
-    crashed = transport.new_consumer()
+    crashed = subscribed(transport.new_consumer())
     assert len(drain(crashed, 3, transport.first_poll_s)) == 3
     crashed.close()  # as after a crash: nothing committed
 
-    second = transport.new_consumer()
+    second = subscribed(transport.new_consumer())
     again = drain(second, 3, transport.first_poll_s)
     assert versions_by_document(again) == {"refund": [1, 2], "terms": [1]}
     second.commit(again)
     second.close()
 
-    third = transport.new_consumer()
+    third = subscribed(transport.new_consumer())
     try:
         assert drain(third, 1, transport.quiet_s) == []
     finally:
@@ -81,13 +93,13 @@ def test_a_commit_covers_the_earlier_records_of_its_partition(
 ) -> None:
     for v in (1, 2, 3, 4):
         transport.publisher.publish(event("refund", v))  # one key: one partition
-    first = transport.new_consumer()
+    first = subscribed(transport.new_consumer())
     got = drain(first, 4, transport.first_poll_s)
     assert versions_by_document(got) == {"refund": [1, 2, 3, 4]}
     first.commit([got[1]])  # the second only: the first is covered too
     first.close()
 
-    second = transport.new_consumer()
+    second = subscribed(transport.new_consumer())
     try:
         rest = drain(second, 2, transport.first_poll_s)
     finally:
@@ -106,3 +118,64 @@ def test_a_dead_letter_keeps_the_original_bytes_and_says_why(
         (b"refund", b"\xff not json", "not_json", 7),
         (b"terms", None, "not_json", 8),
     ]
+
+
+def test_the_assignment_is_announced_before_any_record_of_it(
+    transport: TransportUnderTest,
+) -> None:
+    for doc in ("refund", "terms", "privacy", "shipping"):
+        transport.publisher.publish(event(doc, 1))
+    rebalances = Rebalances()
+    consumer = rebalances.subscribe(transport.new_consumer())
+    got: list[Delivery] = []
+    try:
+        deadline = time.monotonic() + transport.first_poll_s
+        while len(got) < 4 and time.monotonic() < deadline:
+            batch = consumer.poll(100, 0.5)
+            assert {d.source for d in batch} <= rebalances.assigned()
+            got.extend(batch)
+        assert len(got) == 4
+        assert rebalances.assigned() == consumer.assignment() == transport.partitions
+        assert consumer.unreachable() is None
+    finally:
+        consumer.close()
+
+
+def test_a_paused_partition_hands_out_nothing_and_keeps_its_place(
+    transport: TransportUnderTest,
+) -> None:
+    transport.publisher.publish(event("refund", 1))
+    consumer = subscribed(transport.new_consumer())
+    try:
+        assert versions_by_document(drain(consumer, 1, transport.first_poll_s)) == {"refund": [1]}
+        consumer.pause(consumer.assignment())
+        for v in (2, 3):
+            transport.publisher.publish(event("refund", v))
+        assert quiet(consumer, transport.quiet_s) == []
+        consumer.resume(consumer.assignment())
+        rest = drain(consumer, 2, transport.first_poll_s)
+    finally:
+        consumer.close()
+    assert versions_by_document(rest) == {"refund": [2, 3]}
+
+
+def test_committing_nothing_changes_nothing(transport: TransportUnderTest) -> None:
+    transport.publisher.publish(event("refund", 1))
+    first = subscribed(transport.new_consumer())
+    assert len(drain(first, 1, transport.first_poll_s)) == 1
+    first.commit([])
+    first.close()
+    second = subscribed(transport.new_consumer())
+    try:
+        assert versions_by_document(drain(second, 1, transport.first_poll_s)) == {"refund": [1]}
+    finally:
+        second.close()
+
+
+def quiet(consumer: EventConsumer, seconds: float) -> list[Delivery]:
+    """Everything handed out within ``seconds`` (a paused consumer: nothing)."""
+    got: list[Delivery] = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got.extend(consumer.poll(100, 0.2))
+    return got

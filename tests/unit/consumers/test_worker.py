@@ -1,4 +1,4 @@
-"""The embedded pipeline's worker: local queue -> processor -> SQLite store, dead letters."""
+"""The worker on the embedded pipeline: local queue -> processor -> SQLite store, dead letters."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from support.waiting import wait_until
 
 from consumers.commit_policy import CommitPolicy
 from consumers.local_dead_letters import LocalDeadLetterSink
-from consumers.queue_worker import QueueWorker
+from consumers.worker import Worker
 from events.model import Action, ChangeEvent
 from indexing.core import Indexer
 from metrics.definitions import WorkerMetrics
@@ -54,7 +54,7 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 
 def run_until_drained(queue: LocalQueue, store: SQLiteStore) -> CollectorRegistry:
     registry = CollectorRegistry()
-    worker = QueueWorker(
+    worker = Worker(
         LocalQueueConsumer(queue, TOPIC), Indexer(store, chunk=fake_chunker),
         LocalDeadLetterSink(queue, TOPIC), metrics=WorkerMetrics.create(registry),
         commit=CommitPolicy(max_records=2, max_interval_s=0.1), poll_timeout_s=0.05,
@@ -99,6 +99,7 @@ def test_an_event_taken_but_not_committed_is_processed_after_a_restart(
         [upsert("d", 1, "alpha"), upsert("d", 2, "beta")]
     )
     crashed = LocalQueueConsumer(queue, TOPIC)
+    crashed.subscribe()
     assert len(crashed.poll(10, 0.1)) == 2  # then dies before any commit
     run_until_drained(queue, store)
     assert [r.chunk_id for r in store.iter_chunks()] == ["d@v2#beta"]

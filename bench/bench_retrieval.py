@@ -26,6 +26,7 @@ its questions (nothing here tunes a term or a document).
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import statistics
@@ -77,7 +78,8 @@ def collapse(text: str) -> str:
 
 def final_library(path: Path) -> dict[str, dict[str, Any]]:
     docs: dict[str, dict[str, Any]] = {}
-    with path.open(encoding="utf-8") as lines:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as lines:
         for line in lines:
             event = json.loads(line)
             if event["action"] == "delete":
@@ -250,6 +252,9 @@ def main() -> None:
     parser.add_argument("--encoder", choices=("minilm", "hashing", "none"), default="minilm")
     parser.add_argument("--elasticsearch", default="http://127.0.0.1:9200")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--corpus", type=Path, default=CORPUS, help="change log (.jsonl[.gz])")
+    parser.add_argument("--qa", type=Path, nargs="+", default=[QA],
+                        help="question sets (each reported on its own)")
     parser.add_argument("--scale", type=int, default=0,
                         help="latency only: copies of the library up to N chunks")
     args = parser.parse_args()
@@ -257,7 +262,10 @@ def main() -> None:
         scale(args)
         return
 
-    docs = final_library(CORPUS)
+    docs = final_library(args.corpus)
+    if len(args.qa) > 1 or args.qa[0] != QA:
+        per_set(args, docs)
+        return
     rows = [json.loads(line) for line in QA.read_text(encoding="utf-8").splitlines() if line]
     report: dict[str, Any] = {"store": args.store, "encoder": args.encoder,
                               "documents": len(docs), "questions": len(rows),
@@ -324,6 +332,27 @@ def main() -> None:
                 print("   ", json.dumps(line))
         else:
             print(f"{key}: {value}")
+
+
+def per_set(args: argparse.Namespace, docs: dict[str, dict[str, Any]]) -> None:
+    """Recall per question set (per language) on one library, beside the baseline."""
+    inner = make_encoder(args.encoder)
+    with tempfile.TemporaryDirectory() as tmp:
+        store, search, close = make_index(args.store, Path(tmp), args.elasticsearch)
+        try:
+            chunks = load(store, docs)
+            print(f"{args.corpus.name}: {len(docs)} documents, {len(chunks)} chunks")
+            if inner is not None:
+                print(f"  vectors backfilled in {backfill(search, inner, store):.0f} s")
+            svc = SearchService(search, inner, threshold=-1.0, keyword_threshold=0.0)
+            for path in args.qa:
+                rows = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line]
+                ours, latency = run_ours(svc, rows)
+                print(f"  {path.name:28s} ours     {json.dumps(recall(ours))}  "
+                      f"p50 {statistics.median(latency):.0f} ms")
+                print(f"  {'':28s} baseline {json.dumps(recall(run_baseline(docs, rows)))}")
+        finally:
+            close()
 
 
 def scale(args: argparse.Namespace) -> None:

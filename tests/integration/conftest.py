@@ -12,10 +12,10 @@ from support.kafka_admin import delete_topics
 from support.own_broker import OwnBroker, own_broker_under
 from support.workers import Pipeline
 
-from transport.kafka import ensure_topics
 from events.changelog import read_changelog
 from events.model import ChangeEvent
 from store.elasticsearch import ElasticsearchStore
+from transport.kafka import ensure_topics
 
 
 @pytest.fixture

@@ -26,9 +26,9 @@ from support.kafka_helpers import publish_events
 from support.monitoring import CLI, Process, Prometheus, free_port, wait_for
 from support.waiting import wait_until
 
-from transport.kafka import ensure_topics
 from events.changelog import event_from_line
 from store.elasticsearch import ElasticsearchStore
+from transport.kafka import ensure_topics
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -22,9 +22,9 @@ from support.own_broker import OwnBroker
 from support.waiting import wait_until
 from support.workers import Pipeline, free_port, healthz
 
-from transport.kafka import ensure_topics
 from events.model import ChangeEvent
 from store.elasticsearch import ElasticsearchStore
+from transport.kafka import ensure_topics
 
 pytestmark = [pytest.mark.services, pytest.mark.corpus, pytest.mark.slow]
 

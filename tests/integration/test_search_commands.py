@@ -179,9 +179,9 @@ def test_mcp_over_stdio_binds_the_configured_key(embedded_env: dict[str, str]) -
             tools = [tool.name for tool in (await session.list_tools()).tools]
             result = await session.call_tool(
                 "search_policy", {"question": HANDBOOK_QUESTION, "as_of": AS_OF})
-            assert not result.isError, result.content
-            assert result.structuredContent is not None
-            return tools, result.structuredContent
+            assert not result.is_error, result.content
+            assert result.structured_content is not None
+            return tools, result.structured_content
 
     tools, rider = anyio.run(call, RIDER_KEY)
     assert tools == ["search_policy"]

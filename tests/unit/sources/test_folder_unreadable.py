@@ -36,8 +36,8 @@ def library(root: Path) -> Path:
     return root
 
 
-def listed(root: Path, **options: int) -> dict[str, SourceEntry]:
-    entries = list(MarkdownFolderSource(root, **options).list_documents())
+def listed(root: Path, max_file_bytes: int = 1 << 20) -> dict[str, SourceEntry]:
+    entries = list(MarkdownFolderSource(root, max_file_bytes=max_file_bytes).list_documents())
     by_id = {e.document_id: e for e in entries}
     assert len(by_id) == len(entries)
     return by_id

@@ -25,7 +25,8 @@ _LOCALE = re.compile(r"^([a-z]{2})(?:[-_][A-Za-z]{2,4})?$")
 _TAG = re.compile(r"^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*$")
 # Below this many letters a detector's guess is noise.
 MIN_DETECT_LETTERS = 20
-DETECT_CHARS = 4000
+# Enough text for a sure guess (a paragraph or two); more only costs time (~0.5 ms a 1,500).
+DETECT_CHARS = 1500
 
 
 class LanguageError(ValueError):

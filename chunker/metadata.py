@@ -19,6 +19,7 @@ path's locale segment (``legal/de/terms.md``, ``privacy/fr.md``), else what
 from __future__ import annotations
 
 import json
+import re
 import reprlib
 from collections.abc import Mapping
 from datetime import date, datetime
@@ -37,6 +38,8 @@ MAX_ATTRIBUTES_BYTES = 8192
 _LANGUAGE_KEYS = frozenset({"lang", "language"})
 # Keys that name what the chunk already has (its version comes from the event).
 _NOT_ATTRIBUTES = frozenset({"version"})
+# The YAML keys of a front matter are English whatever the document's language.
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n.*?\r?\n---[ \t]*\r?\n", re.S)
 # Below this probability the detector's guess is not used.
 MIN_DETECT_PROBABILITY = 0.8
 # libyaml's parser when PyYAML has it (its wheels do): the same safe loading, five
@@ -138,7 +141,7 @@ def _inferred_language(
             if found is not None:
                 return found
     if text:
-        code, probability = detect(text)
+        code, probability = detect(_FRONT_MATTER.sub("", text[:20_000], count=1))
         if code is not None and probability >= MIN_DETECT_PROBABILITY:
             return code
     return None

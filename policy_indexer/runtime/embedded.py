@@ -228,6 +228,9 @@ def _start_search(settings: Settings, backends: EmbeddedBackends,
     """The vector backfill (unless the encoder is off) and, with API keys, POST /search + /mcp."""
     search = search_service(settings, backends, registry)
     parts.add_stop("search", search.close)
+    refresher = search.freshness_part(settings)
+    if refresher is not None:
+        parts.start(refresher)
     if search.encoder is None:
         vectors = "off (POLICY_INDEXER_SEARCH_ENCODER=none: keyword search only)"
     else:

@@ -25,9 +25,11 @@ from embeddings.cache import CachedEncoder
 from embeddings.encoder import Encoder
 from embeddings.metrics import EmbeddingMetrics
 from policy_indexer.runtime.backends import Backends, open_backends
+from policy_indexer.runtime.freshness import PassageFreshness
 from policy_indexer.runtime.http import MetricsServer
 from policy_indexer.runtime.parts import Supervisor, ThreadPart
 from policy_indexer.runtime.servers import UvicornThread
+from policy_indexer.runtime.sources import open_configured_source
 from policy_indexer.settings import Settings
 from retrieval.credentials import Credentials, CredentialsError
 from retrieval.http import create_search_app
@@ -64,12 +66,25 @@ class SearchParts:
 
     service: SearchService
     encoder: CachedEncoder | None
+    freshness: PassageFreshness | None
     close: Callable[[], None]
+
+    def freshness_part(self, settings: Settings) -> ThreadPart | None:
+        """The source listed again every ``monitor_interval_seconds`` (long-running processes)."""
+        fresh = self.freshness
+        if fresh is None:
+            return None
+        return ThreadPart("passage freshness",
+                          lambda: fresh.run(settings.monitor_interval_seconds), fresh.request_stop)
 
 
 def search_service(settings: Settings, backends: Backends,
                    registry: CollectorRegistry | None = None) -> SearchParts:
-    """The service over the mode's index, its queries encoded through the cache."""
+    """The service over the mode's index, its queries encoded through the cache.
+
+    With a source configured, every passage says whether its document is behind
+    the source (listed once here; ``freshness_part`` keeps it current).
+    """
     index = backends.search_index()
     inner = make_encoder(settings)
     cached: CachedEncoder | None = None
@@ -79,15 +94,21 @@ def search_service(settings: Settings, backends: Backends,
         closers.append(cache.close)
         metrics = EmbeddingMetrics.create(registry) if registry is not None else None
         cached = CachedEncoder(inner, cache, metrics)
+    fresh: PassageFreshness | None = None
+    if settings.source_kind is not None:
+        source = open_configured_source(settings)
+        closers.append(source.close)
+        fresh = PassageFreshness(source, backends.store)
+        fresh.refresh()
     options = {} if settings.search_threshold is None else {
         "threshold": settings.search_threshold, "keyword_threshold": settings.search_threshold}
-    service = SearchService(index, cached, **options)  # type: ignore[arg-type]
+    service = SearchService(index, cached, freshness=fresh, **options)  # type: ignore[arg-type]
 
     def close() -> None:
         for closer in closers:
             closer()
 
-    return SearchParts(service, cached, close)
+    return SearchParts(service, cached, fresh, close)
 
 
 def credentials(settings: Settings) -> Credentials:
@@ -183,6 +204,9 @@ def serve_search(settings: Settings) -> None:
             server = UvicornThread("search server", app, settings.search_host,
                                    settings.search_port, "POLICY_INDEXER_SEARCH_PORT")
             parts.start(server)
+            refresher = search.freshness_part(settings)
+            if refresher is not None:
+                parts.start(refresher)
             log.info("search server started", url=server.url, mode=backends.mode,
                      encoder=settings.search_encoder)
             parts.run_until_stopped()

@@ -205,3 +205,31 @@ def test_sweep_works_on_the_embedded_index(embedded_env: dict[str, str]) -> None
 @pytest.mark.services
 def test_kafka_mode_search_answers_from_elasticsearch(kafka_env: dict[str, str]) -> None:
     assert_answers_with_provenance_and_labels(kafka_env)
+
+
+def test_a_passage_of_a_document_behind_its_source_says_so(tmp_path: Path) -> None:
+    """The index keeps answering from the old version: the passage announces it is stale."""
+    import shutil
+
+    library = tmp_path / "library"
+    shutil.copytree(LIBRARY, library)
+    env = environment(embedded_dir=str(tmp_path / "data"), source_path=str(library),
+                      search_encoder="none")
+    done = cli(env, "reindex")
+    assert done.returncode == 0, done.stdout + done.stderr
+    question = "refund for a flat tyre"
+    fresh = search(env, question, "--labels", "public")
+    ranked = [p for p in fresh["passages"] if p["document_id"] == "refunds"]
+    assert ranked and all(p["freshness"]["behind_source"] is False for p in ranked), ranked
+
+    policy = library / "refunds" / "index.md"
+    policy.write_text(policy.read_text().replace("60 days", "90 days"))
+    os.utime(policy, (policy.stat().st_atime, policy.stat().st_mtime + 120))
+    stale = search(env, question, "--labels", "public")
+    behind = [p for p in stale["passages"] if p["document_id"] == "refunds"]
+    assert behind, stale
+    for p in behind:
+        assert p["freshness"]["behind_source"] is True
+        assert p["freshness"]["source_version"] > p["version"]
+    readable = cli(env, "search", question, "--labels", "public", "--as-of", AS_OF)
+    assert "STALE: the source has v" in readable.stdout

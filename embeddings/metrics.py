@@ -18,7 +18,7 @@ nothing is registered at import. One object per process, handed to the
 - ``policy_indexer_vector_lag_seconds`` gauge: age of the oldest live chunk without a
   vector (now - its ``indexed_at``), 0 when none. Computed at scrape time from the
   last look, so a backfill stuck in the middle of a backlog shows a growing lag.
-  The alert ``PolicyVectorLagAboveBound`` watches it.
+  The alert ``PolicyIndexerVectorLagAboveBound`` watches it.
 - ``policy_indexer_vector_backfill_errors_total`` counter: backfill rounds that failed
   (index or cache unreachable, ...); the loop logs, waits and tries again.
 """

@@ -146,7 +146,7 @@ def stack(
 def test_max_lag_alert_fires_while_the_worker_is_stopped_and_resolves_after(stack: Stack) -> None:
     stack.worker.stop()
     stack.change("refund", 2)
-    wait_for("PolicyIndexLagAboveBound to fire", lambda: stack.firing("PolicyIndexLagAboveBound"),
+    wait_for("PolicyIndexerLagAboveBound to fire", lambda: stack.firing("PolicyIndexerLagAboveBound"),
              60, on_timeout=stack.logs)
     lag = stack.sample("policy_index_document_lag_seconds", document_id="refund")
     assert lag is not None and lag > LAG_BOUND_S
@@ -154,7 +154,7 @@ def test_max_lag_alert_fires_while_the_worker_is_stopped_and_resolves_after(stac
 
     stack.worker = stack.worker_process().start()
     wait_for("the lag alert to resolve",
-             lambda: not stack.prometheus.alerts("PolicyIndexLagAboveBound", stack.test),
+             lambda: not stack.prometheus.alerts("PolicyIndexerLagAboveBound", stack.test),
              60, on_timeout=stack.logs)
     assert stack.sample("policy_index_max_lag_seconds") == 0
 
@@ -256,8 +256,8 @@ def test_leftover_versions_show_and_alert_then_the_sweep_clears_them(stack: Stac
     wait_for("leftover versions to show", lambda: (stack.sample("policy_index_leftover_versions")
                                                    or 0) > 0, 60, on_timeout=stack.logs)
     assert stack.sample("policy_index_leftover_documents") == 1
-    wait_for("PolicyIndexLeftoverVersions to fire",
-             lambda: stack.firing("PolicyIndexLeftoverVersions"), 60, on_timeout=stack.logs)
+    wait_for("PolicyIndexerLeftoverVersions to fire",
+             lambda: stack.firing("PolicyIndexerLeftoverVersions"), 60, on_timeout=stack.logs)
 
     sweep = subprocess.run([*CLI, "sweep", "--grace-seconds", "0"], env={**os.environ, **stack.env},
                            cwd=stack.workdir, capture_output=True, text=True, timeout=120,
@@ -267,7 +267,7 @@ def test_leftover_versions_show_and_alert_then_the_sweep_clears_them(stack: Stac
     wait_for("the leftover gauge to clear",
              lambda: stack.sample("policy_index_leftover_versions") == 0, 60)
     wait_for("the leftover alert to resolve",
-             lambda: not stack.prometheus.alerts("PolicyIndexLeftoverVersions", stack.test), 60)
+             lambda: not stack.prometheus.alerts("PolicyIndexerLeftoverVersions", stack.test), 60)
     stack.worker = stack.worker_process().start()
 
 
@@ -289,8 +289,8 @@ def test_an_unlistable_source_fires_its_alert_instead_of_reading_as_no_lag(stack
     hidden = stack.log.with_name("moved-away.jsonl")
     stack.log.rename(hidden)
     try:
-        wait_for("PolicySourceListingFailing to fire",
-                 lambda: stack.firing("PolicySourceListingFailing"), 60, on_timeout=stack.logs)
+        wait_for("PolicyIndexerSourceListingFailing to fire",
+                 lambda: stack.firing("PolicyIndexerSourceListingFailing"), 60, on_timeout=stack.logs)
         failures = stack.sample("policy_index_source_listing_failures_total",
                                 error="SourceUnavailableError")
         assert failures is not None and failures >= 3
@@ -299,4 +299,4 @@ def test_an_unlistable_source_fires_its_alert_instead_of_reading_as_no_lag(stack
     finally:
         hidden.rename(stack.log)
     wait_for("the listing alert to resolve",
-             lambda: not stack.prometheus.alerts("PolicySourceListingFailing", stack.test), 60)
+             lambda: not stack.prometheus.alerts("PolicyIndexerSourceListingFailing", stack.test), 60)

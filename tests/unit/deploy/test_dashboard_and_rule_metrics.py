@@ -30,7 +30,9 @@ def exported_names() -> set[str]:
     EmbeddingMetrics.create(registry)
     families = list(registry.collect())
     names = {s.name for m in families for s in m.samples}
-    names |= {m.name for m in families if m.type == "gauge"}  # labelled, no child yet
+    # labelled, no child yet: the family has no sample, its name is still exported
+    names |= {m.name for m in families if m.type == "gauge"}
+    names |= {m.name + "_total" for m in families if m.type == "counter"}
     for metric in freshness_definitions.ALL:
         suffix = {"counter": "_total", "info": "_info", "gauge": ""}[metric.kind]
         names.add(metric.name + suffix)

@@ -1,9 +1,9 @@
-"""What both workers (Kafka and the local queue) do with one polled batch.
+"""What the worker does with one polled batch, whatever the transport.
 
 Parse every record, hand the valid events to the ``indexing.Indexer`` in one
 go, dead-letter the poison with its source position, and count the outcomes
-and the chunks the apply reports. The workers differ only in how they poll,
-back off and commit.
+and the chunks the apply reports. How to poll, back off and commit is the
+loop's (``consumers.worker``).
 """
 
 from __future__ import annotations

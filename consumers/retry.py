@@ -1,7 +1,7 @@
 """Retry transient failures with capped exponential backoff and jitter (tenacity).
 
 Forever by default: a worker that cannot reach Elasticsearch waits for it, and
-commits nothing meanwhile. ``sleep`` is injected so that the Kafka worker can
+commits nothing meanwhile. ``sleep`` is injected so that the worker can
 keep its group membership while it waits, and stop early on shutdown (by
 raising ``Interrupted``).
 """
@@ -46,7 +46,7 @@ class HealthState:
     attempts: int = 0
     last_error: str | None = None
     stopping: bool = False
-    kafka_unreachable: str | None = None  # why Kafka counts as away (the Kafka worker)
+    kafka_unreachable: str | None = None  # why the transport counts as away (Kafka's only)
 
 
 def call_with_retry(

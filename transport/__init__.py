@@ -1,8 +1,9 @@
-"""Handing change events to the queue: ``EventPublisher`` and its Kafka implementation.
+"""Moving change events: ``EventPublisher`` (``transport.publisher``) and ``EventConsumer``
+(``transport.consumer``), each on Kafka and on the embedded local queue.
 
-The webhook receiver publishes through ``EventPublisher``; the embedded local
-queue implements the same interface, and the worker can reuse
-``KafkaEventPublisher`` (e.g. for its dead-letter topic).
+The webhook receiver publishes through ``EventPublisher``; the worker consumes
+through ``EventConsumer``. Everything Kafka-specific that is policy (how to
+produce, how to consume, how topics are created) lives in ``transport.kafka``.
 """
 
 from transport.publisher import (

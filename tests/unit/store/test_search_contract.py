@@ -343,3 +343,21 @@ def test_the_dense_leg_filters_inside_even_when_the_visible_chunk_ranks_last(
     index.store.refresh()
     (hit,) = index.search.vector_search("lookup@8", query, SearchFilters(DAY, (), frozenset()), 3)
     assert hit.score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_keyword_leg_meets_inflections_and_customer_keywords_in_each_language(
+    index: Index,
+) -> None:
+    index.add([
+        chunk("erstattung", "regel", "Erstattungen für stornierte Fahrten", language="de"),
+        chunk("monsoon", "rule", "damage by water to parcels", keywords=["soggy", "geela"]),
+        chunk("iade", "kural", "iade limitinin a\u015f\u0131lmas\u0131", language="tr"),
+    ])
+    svc = service(index)
+    question = ask("Erstattung für eine stornierte Fahrt", language="de", k=1)
+    german = svc.search(question, frozenset())
+    assert ids(german) == ["erstattung@v1#regel"]  # k=1: not the "at most k chunks" rule
+    customer = svc.search(ask("my parcel arrived soggy", k=1), frozenset())
+    assert ids(customer) == ["monsoon@v1#rule"]
+    turkish = svc.search(ask("iade limiti", language="tr", k=1), frozenset())
+    assert ids(turkish) == ["iade@v1#kural"]

@@ -275,6 +275,54 @@ class Settings(BaseSettings):
     )
     git_timeout_seconds: float = Field(120.0, gt=0, description="A git fetch gives up after this.")
 
+    # CMS adapters part 2 (issue 16) ---------------------------------------
+    # Contentful, Sanity, Strapi: each on when its secrets are set (a JSON list,
+    # two while rotating). *_fields maps our fields (title, body, scope,
+    # valid_from, valid_to, access_labels) to the CMS's (dotted paths);
+    # *_api_url/_api_token: the read API used when a payload lacks them.
+    webhook_contentful_secrets: list[SecretStr] = Field(
+        default_factory=list, max_length=2,
+        description="Contentful: the space's request-verification signing secret(s), 64 chars.",
+    )
+    webhook_contentful_signed_path: str = Field(
+        "/webhooks/contentful", pattern=r"^/", description="Contentful: the path of the webhook "
+        "URL configured in Contentful (what it signs; differs from ours behind a proxy).",
+    )
+    webhook_contentful_locale: str = Field("en-US", min_length=1)
+    webhook_contentful_content_types: list[str] = Field(
+        default_factory=list, description="Contentful: the content types that are the library "
+        "(empty: every entry).",
+    )
+    webhook_contentful_fields: dict[str, str] = Field(default_factory=dict)
+    webhook_contentful_api_url: str | None = Field(
+        None, description="Contentful Delivery API, e.g. https://cdn.contentful.com.")
+    webhook_contentful_api_token: SecretStr | None = None
+    webhook_sanity_secrets: list[SecretStr] = Field(
+        default_factory=list, max_length=2,
+        description="Sanity: the GROQ webhook's secret(s) (sanity-webhook-signature).",
+    )
+    webhook_sanity_fields: dict[str, str] = Field(default_factory=dict)
+    webhook_sanity_api_url: str | None = Field(
+        None, description="Sanity API, e.g. https://<project>.api.sanity.io.")
+    webhook_sanity_api_token: SecretStr | None = None
+    webhook_sanity_dataset: str | None = Field(
+        None, description="Sanity dataset to read from (default: the sanity-dataset header).")
+    webhook_strapi_tokens: list[SecretStr] = Field(
+        default_factory=list, max_length=2,
+        description="Strapi: the token(s) its webhook sends as 'Authorization: Bearer <token>'.",
+    )
+    webhook_strapi_fields: dict[str, str] = Field(default_factory=dict)
+    webhook_strapi_api_url: str | None = Field(
+        None, description="Strapi REST API base, e.g. https://cms.example.com.")
+    webhook_strapi_api_token: SecretStr | None = None
+    webhook_strapi_api_paths: dict[str, str] = Field(
+        default_factory=dict, description="Strapi: model -> REST path ({'policy': "
+        "'/api/policies'}); when set, only these models are the library.",
+    )
+    webhook_cms_api_timeout_seconds: float = Field(
+        10.0, gt=0, description="A read of the Contentful, Sanity or Strapi API gives up after "
+        "this.")
+
     @field_validator("reindex_timezone")
     @classmethod
     def _known_zone(cls, value: str) -> str:

@@ -8,6 +8,7 @@ from pydantic import SecretStr
 from starlette.applications import Starlette
 
 from policy_indexer.runtime.backends import KafkaBackends
+from policy_indexer.runtime.cms_adapters import cms_adapters, cms_adapters_enabled, cms_routes
 from policy_indexer.runtime.sources import open_git_source
 from policy_indexer.settings import Settings
 from transport.publisher import EventPublisher
@@ -26,7 +27,9 @@ log = structlog.get_logger(__name__)
 MISSING_SECRETS_MESSAGE = (
     "no webhook secret configured: set POLICY_INDEXER_WEBHOOK_SECRETS='[\"<secret>\"]' "
     "(POST /webhooks/cms) or an adapter's: POLICY_INDEXER_WEBHOOK_GITHUB_SECRETS, "
-    "POLICY_INDEXER_WEBHOOK_GITLAB_TOKENS, POLICY_INDEXER_WEBHOOK_STANDARD_SECRETS"
+    "POLICY_INDEXER_WEBHOOK_GITLAB_TOKENS, POLICY_INDEXER_WEBHOOK_STANDARD_SECRETS, "
+    "POLICY_INDEXER_WEBHOOK_CONTENTFUL_SECRETS, POLICY_INDEXER_WEBHOOK_SANITY_SECRETS, "
+    "POLICY_INDEXER_WEBHOOK_STRAPI_TOKENS"
 )
 
 
@@ -37,7 +40,8 @@ class WebhookNotConfigured(ValueError):
 def webhook_enabled(settings: Settings) -> bool:
     """Is any route of the receiver configured (each needs its secret)?"""
     return bool(settings.webhook_secrets or settings.webhook_github_secrets
-                or settings.webhook_gitlab_tokens or settings.webhook_standard_secrets)
+                or settings.webhook_gitlab_tokens or settings.webhook_standard_secrets
+                or cms_adapters_enabled(settings))
 
 
 def webhook_config(settings: Settings) -> WebhookConfig:
@@ -68,6 +72,7 @@ def webhook_adapters(settings: Settings) -> list[Adapter]:
             keys = [decode_secret(s.get_secret_value()) for s in settings.webhook_standard_secrets]
             adapters.append(StandardWebhooksAdapter(
                 keys, tolerance_seconds=settings.webhook_timestamp_tolerance_seconds))
+        adapters += cms_adapters(settings)
     except ValueError as exc:
         raise WebhookNotConfigured(str(exc)) from exc
     return adapters
@@ -78,7 +83,8 @@ def webhook_routes(settings: Settings) -> list[str]:
     routes = [CMS_ROUTE] if settings.webhook_secrets else []
     names = {"webhook_github_secrets": "github", "webhook_gitlab_tokens": "gitlab",
              "webhook_standard_secrets": "standard"}
-    return routes + [f"/webhooks/{n}" for key, n in names.items() if getattr(settings, key)]
+    return routes + [f"/webhooks/{n}" for key, n in names.items()
+                     if getattr(settings, key)] + cms_routes(settings)
 
 
 def _git_target(settings: Settings) -> GitPushTarget:

@@ -2,9 +2,14 @@
 
 Commits are explicit (``enable_auto_commit=False``): the offset after the
 highest delivery of each partition, bounded by ``commit_timeout_s`` so the
-worker's loop keeps turning while Kafka is away. kafka-python's rebalance
-listener calls the subscriber's callbacks inside ``poll``. Kafka's errors
-become ``ConsumeError`` (``CommitLost`` when a rebalance took the partitions).
+worker's loop keeps turning while Kafka is away. Kafka's errors become
+``ConsumeError`` (``CommitLost`` when a rebalance took the partitions).
+
+kafka-python (3.x) runs the rebalance listener on its IO thread, where a
+blocking ``commit`` raises ``RuntimeError``; so a commit made by the revocation
+callback is sent asynchronously and the listener (an async one) awaits its
+outcome before the partitions move on. Such a commit that fails is logged,
+not raised: the new owner redelivers those records, which is harmless.
 
 While the brokers are away, kafka-python's ``poll`` does not raise: it returns
 nothing and reconnects by itself. ``unreachable`` says so, from the group
@@ -16,8 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
+import structlog
+from kafka import AsyncConsumerRebalanceListener, KafkaConsumer, TopicPartition
 from kafka.errors import CommitFailedError, KafkaError
+from kafka.future import Future
 from kafka.structs import OffsetAndMetadata
 
 from transport.consumer import (
@@ -31,6 +38,8 @@ from transport.consumer import (
 )
 from transport.kafka import new_consumer
 from transport.kafka_reach import CoordinatorWatch
+
+log = structlog.get_logger(__name__)
 
 
 def _tp(partition: Partition) -> TopicPartition:
@@ -52,6 +61,8 @@ class KafkaEventConsumer:
         self.topic = topic
         self.commit_timeout_s = commit_timeout_s
         self.watch = CoordinatorWatch(consumer, away_after_s)
+        self._in_listener = False
+        self._listener_commits: list[Future] = []
 
     @classmethod
     def connect(
@@ -69,7 +80,7 @@ class KafkaEventConsumer:
     def subscribe(
         self, on_assign: Rebalance = ignore_rebalance, on_revoke: Rebalance = ignore_rebalance,
     ) -> None:
-        self.consumer.subscribe([self.topic], listener=_Listener(on_assign, on_revoke))
+        self.consumer.subscribe([self.topic], listener=_Listener(self, on_assign, on_revoke))
 
     def poll(self, max_records: int, timeout_s: float) -> list[Delivery]:
         try:
@@ -106,6 +117,9 @@ class KafkaEventConsumer:
         if not last:
             return
         offsets = {_tp(p): OffsetAndMetadata(d.offset + 1, "", -1) for p, d in last.items()}
+        if self._in_listener:  # on kafka-python's IO thread: see the module docstring
+            self._listener_commits.append(self.consumer.commit_async(offsets))
+            return
         try:
             self.consumer.commit(offsets=offsets, timeout_ms=int(self.commit_timeout_s * 1000))
         except CommitFailedError as exc:
@@ -124,13 +138,30 @@ class KafkaEventConsumer:
         self.consumer.close(autocommit=False)
 
 
-class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
-    def __init__(self, on_assign: Rebalance, on_revoke: Rebalance) -> None:
+class _Listener(AsyncConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, owner: KafkaEventConsumer, on_assign: Rebalance,
+                 on_revoke: Rebalance) -> None:
+        self.owner = owner
         self.on_assign = on_assign
         self.on_revoke = on_revoke
 
-    def on_partitions_revoked(self, revoked: Any) -> None:
-        self.on_revoke(_partitions(revoked))
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self._call(self.on_revoke, _partitions(revoked))
 
-    def on_partitions_assigned(self, assigned: Any) -> None:
-        self.on_assign(_partitions(assigned))
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        await self._call(self.on_assign, _partitions(assigned))
+
+    async def _call(self, callback: Rebalance, partitions: frozenset[Partition]) -> None:
+        owner = self.owner
+        owner._in_listener = True
+        try:
+            callback(partitions)
+        finally:
+            owner._in_listener = False
+        commits, owner._listener_commits = owner._listener_commits, []
+        for future in commits:
+            try:
+                await future
+            except KafkaError as exc:
+                log.warning("commit during a rebalance failed; the new owner redoes it",
+                            topic=owner.topic, error=repr(exc))

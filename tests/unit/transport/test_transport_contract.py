@@ -22,12 +22,13 @@ from support.transports import (
     TransportFactory,
     TransportUnderTest,
     drain,
+    kafka_transport,
     subscribed,
 )
 
 from consumers.dead_letter import DeadLetter
 from events.model import Action, ChangeEvent
-from transport.consumer import Delivery, EventConsumer
+from transport.consumer import Delivery, EventConsumer, Partition
 
 
 @pytest.fixture(params=TRANSPORT_FACTORIES)
@@ -170,6 +171,45 @@ def test_committing_nothing_changes_nothing(transport: TransportUnderTest) -> No
         assert versions_by_document(drain(second, 1, transport.first_poll_s)) == {"refund": [1]}
     finally:
         second.close()
+
+
+@pytest.mark.services
+def test_a_member_joining_takes_partitions_after_the_revoke_callback_committed_them(
+    request: pytest.FixtureRequest,
+) -> None:
+    """Kafka only (the local queue has one consumer): the worker commits in ``on_revoke``."""
+    with kafka_transport(request) as transport:
+        docs = [f"doc-{i}" for i in range(12)]
+        for doc in docs:
+            transport.publisher.publish(event(doc, 1))
+        got: list[Delivery] = []
+        revoked: list[frozenset[Partition]] = []
+        first = transport.new_consumer()
+
+        def on_revoke(partitions: frozenset[Partition]) -> None:
+            revoked.append(partitions)
+            first.commit([d for d in got if d.source in partitions])
+
+        first.subscribe(on_revoke=on_revoke)
+        got.extend(drain(first, len(docs), transport.first_poll_s))
+        assert len(got) == len(docs)
+        assert first.assignment() == transport.partitions
+        second = subscribed(transport.new_consumer())
+        try:
+            deadline = time.monotonic() + transport.first_poll_s
+            late: list[Delivery] = []
+            while not (second.assignment() and first.assignment()):
+                assert time.monotonic() < deadline, "no rebalance between the two members"
+                assert first.poll(100, 0.2) == []
+                late.extend(second.poll(100, 0.2))
+            assert any(revoked), "the first member was never told what it lost"
+            assert first.assignment() | second.assignment() == transport.partitions
+            assert not first.assignment() & second.assignment()
+            late.extend(quiet(second, transport.quiet_s))
+            assert late == []  # the revoke callback's commit covered all it had
+        finally:
+            second.close()
+            first.close()
 
 
 def quiet(consumer: EventConsumer, seconds: float) -> list[Delivery]:

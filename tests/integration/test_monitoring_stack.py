@@ -11,7 +11,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -146,8 +149,8 @@ def stack(
 def test_max_lag_alert_fires_while_the_worker_is_stopped_and_resolves_after(stack: Stack) -> None:
     stack.worker.stop()
     stack.change("refund", 2)
-    wait_for("PolicyIndexerLagAboveBound to fire", lambda: stack.firing("PolicyIndexerLagAboveBound"),
-             60, on_timeout=stack.logs)
+    wait_for("PolicyIndexerLagAboveBound to fire",
+             lambda: stack.firing("PolicyIndexerLagAboveBound"), 60, on_timeout=stack.logs)
     lag = stack.sample("policy_index_document_lag_seconds", document_id="refund")
     assert lag is not None and lag > LAG_BOUND_S
     assert stack.sample("policy_index_documents_behind", status="behind") == 1
@@ -160,8 +163,10 @@ def test_max_lag_alert_fires_while_the_worker_is_stopped_and_resolves_after(stac
 
 
 def _panel_targets() -> list[tuple[str, str]]:
+    """Every panel's queries, its variables (job, namespace, instance) set to "all"."""
     board = json.loads((REPO_ROOT / "deploy/grafana/dashboards/policy-indexer.json").read_text())
-    return [(p["title"], t["expr"]) for p in board["panels"] for t in p["targets"]]
+    return [(p["title"], re.sub(r"\$(job|namespace|instance)\b", ".*", t["expr"]))
+            for p in board["panels"] for t in p.get("targets", [])]
 
 
 def _rule_exprs() -> list[tuple[str, str]]:
@@ -213,10 +218,22 @@ def test_every_dashboard_and_rule_expression_runs_and_every_panel_has_data(
                                         str(port)}, component="scheduler", test=stack.test,
                         targets_dir=stack.targets_dir, log_path=stack.workdir / "scheduler.log",
                         port=port).start()
+    # the webhook receiver, and one unsigned request: the webhook panels' series (a 401)
+    webhook_port = free_port()
+    webhook = Process(["webhook"], {**stack.env, "POLICY_INDEXER_WEBHOOK_PORT": str(webhook_port),
+                                    "POLICY_INDEXER_WEBHOOK_SECRETS": '["0123456789abcdef-test"]'},
+                      component="webhook", test=stack.test, targets_dir=stack.targets_dir,
+                      log_path=stack.workdir / "webhook.log", port=webhook_port).start()
+    unsigned = urllib.request.Request(f"http://127.0.0.1:{webhook_port}/webhooks/cms",
+                                      data=b"{}", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(unsigned, timeout=10)
+    assert refused.value.code == 401
     try:
         _every_expression_runs_and_every_panel_has_data(stack)
     finally:
         scheduler.stop()  # before its hourly sweep could clear the next test's leftovers
+        webhook.stop()
 
 
 def _every_expression_runs_and_every_panel_has_data(stack: Stack) -> None:
@@ -290,7 +307,8 @@ def test_an_unlistable_source_fires_its_alert_instead_of_reading_as_no_lag(stack
     stack.log.rename(hidden)
     try:
         wait_for("PolicyIndexerSourceListingFailing to fire",
-                 lambda: stack.firing("PolicyIndexerSourceListingFailing"), 60, on_timeout=stack.logs)
+                 lambda: stack.firing("PolicyIndexerSourceListingFailing"), 60,
+                 on_timeout=stack.logs)
         failures = stack.sample("policy_index_source_listing_failures_total",
                                 error="SourceUnavailableError")
         assert failures is not None and failures >= 3
@@ -299,4 +317,5 @@ def test_an_unlistable_source_fires_its_alert_instead_of_reading_as_no_lag(stack
     finally:
         hidden.rename(stack.log)
     wait_for("the listing alert to resolve",
-             lambda: not stack.prometheus.alerts("PolicyIndexerSourceListingFailing", stack.test), 60)
+             lambda: not stack.prometheus.alerts("PolicyIndexerSourceListingFailing",
+                                                 stack.test), 60)

@@ -22,8 +22,8 @@ const req = (name) => require(require('path').join(input.modules, name));
 (async () => {
   if (input.vendor === 'sanity') {
     const {encodeSignatureHeader} = req('@sanity/webhook');
-    process.stdout.write(JSON.stringify(
-      {'sanity-webhook-signature': await encodeSignatureHeader(input.body, input.t, input.secret)}));
+    const value = await encodeSignatureHeader(input.body, input.t, input.secret);
+    process.stdout.write(JSON.stringify({'sanity-webhook-signature': value}));
   } else {
     const {signRequest} = req('@contentful/node-apps-toolkit');
     process.stdout.write(JSON.stringify(signRequest(input.secret,

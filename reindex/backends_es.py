@@ -12,14 +12,13 @@ import json
 from datetime import datetime
 from typing import Any
 
-import elastic_transport
-from elasticsearch import ApiError, Elasticsearch, NotFoundError
+from elasticsearch import Elasticsearch
 
 from reindex.errors import LeaseError
-from reindex.es_calls import es_call
 from reindex.lease import LeaseRecord
 from reindex.runs import RunRecord
 from store.errors import StoreError
+from store.es_requests import translate as es_call
 
 _SETTINGS = {"number_of_shards": 1, "number_of_replicas": 0}
 RUN_PROPERTIES: dict[str, Any] = {
@@ -125,10 +124,10 @@ class ElasticsearchLeaseBackend:
 
     def read(self, job: str) -> tuple[LeaseRecord | None, object]:
         try:
-            resp = self.client.get(index=self.index, id=job)
-        except NotFoundError:
-            return None, None
-        except (ApiError, elastic_transport.TransportError) as exc:
+            resp = es_call(f"read the lease of {job!r}", self.client.get, index=self.index, id=job)
+        except StoreError as exc:
+            if exc.status == 404:
+                return None, None
             raise LeaseError(f"cannot read the lease of {job!r}: {exc}") from exc
         src = resp["_source"]
         expires, started = _dt(src.get("expires_at")), _dt(src.get("scheduled_started_at"))
@@ -147,11 +146,9 @@ class ElasticsearchLeaseBackend:
         elif isinstance(cas, tuple):
             kwargs["if_seq_no"], kwargs["if_primary_term"] = cas
         try:
-            self.client.index(**kwargs)
-        except ApiError as exc:
-            if exc.meta.status == 409:
+            es_call(f"write the lease of {record.job!r}", self.client.index, **kwargs)
+        except StoreError as exc:
+            if exc.status == 409:
                 return False
-            raise LeaseError(f"cannot write the lease of {record.job!r}: {exc}") from exc
-        except elastic_transport.TransportError as exc:
             raise LeaseError(f"cannot write the lease of {record.job!r}: {exc}") from exc
         return True

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from reindex.es_calls import es_call
 from reindex.model import IndexedDocument
 from store.base import Store
 from store.elasticsearch import ElasticsearchStore
+from store.es_requests import translate as es_call
 
 _BUCKETS_PER_PAGE = 10_000
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from elasticsearch import ApiError, Elasticsearch, NotFoundError
+from elasticsearch import Elasticsearch
 
 from chunker.model import Chunk
 from store import es_mappings
@@ -127,7 +127,7 @@ class ElasticsearchStore:
                 id=document_id,
             )
         except StoreError as exc:
-            if isinstance(exc.__cause__, NotFoundError):
+            if exc.status == 404:
                 return None
             raise
         return _state_from_source(resp["_source"])
@@ -144,8 +144,7 @@ class ElasticsearchStore:
                 version_type="external_gte",
             )
         except StoreError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, ApiError) and cause.meta.status == 409:
+            if exc.status == 409:
                 return False
             raise
         return True

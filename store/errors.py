@@ -12,7 +12,11 @@ from __future__ import annotations
 
 
 class StoreError(Exception):
-    """Base of every error raised by a store."""
+    """Base of every error raised by a store; ``status`` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class TransientStoreError(StoreError):

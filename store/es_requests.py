@@ -26,14 +26,20 @@ def is_transient_status(status: int) -> bool:
 
 
 def translate(what: str, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``call(*args, **kwargs)`` with every Elasticsearch error in the ``store.errors`` tree.
+
+    The one translation of the project: the store, the reindex's run log, lease and
+    index view all call Elasticsearch through it. A ``StoreError`` from an HTTP
+    answer carries its ``status`` (a lease's 409, a missing document's 404).
+    """
     try:
         return call(*args, **kwargs)
     except (elastic_transport.ConnectionError, elastic_transport.ConnectionTimeout) as exc:
         raise TransientStoreError(f"{what}: Elasticsearch unreachable: {exc}") from exc
     except ApiError as exc:
-        if is_transient_status(exc.meta.status):
-            raise TransientStoreError(f"{what}: HTTP {exc.meta.status}: {exc}") from exc
-        raise StoreError(f"{what}: HTTP {exc.meta.status}: {exc}") from exc
+        status = exc.meta.status
+        kind = TransientStoreError if is_transient_status(status) else StoreError
+        raise kind(f"{what}: HTTP {status}: {exc}", status=status) from exc
     except elastic_transport.TransportError as exc:
         raise TransientStoreError(f"{what}: {exc}") from exc
 

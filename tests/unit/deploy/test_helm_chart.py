@@ -57,11 +57,11 @@ def documents(values: list[str]) -> list[dict[str, Any]]:
 
 def kubeconform(manifests: str, kube_version: str) -> subprocess.CompletedProcess[str]:
     builtin = kubernetes_schemas() / f"v{kube_version}-local-strict"
+    crd = "{{ .Group }}/{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json"
     return subprocess.run(
         [str(tool("kubeconform")), "-strict", "-summary", "-kubernetes-version", kube_version,
          "-schema-location", f"{builtin}/{{{{ .ResourceKind }}}}{{{{ .KindSuffix }}}}.json",
-         "-schema-location",
-         f"{CRD_SCHEMAS}/{{{{ .Group }}}}/{{{{ .ResourceKind }}}}_{{{{ .ResourceAPIVersion }}}}.json",
+         "-schema-location", f"{CRD_SCHEMAS}/{crd}",
          "-"], input=manifests, capture_output=True, text=True, check=False, timeout=120)
 
 
@@ -136,7 +136,8 @@ def test_secrets_are_referenced_never_inlined() -> None:
         "name": "policy-indexer-cms", "key": "auth-header", "optional": True}
     assert "POLICY_INDEXER_WEBHOOK_SECRETS" not in env, "the webhook's secret is its own"
     webhook = by_kind(docs, "Deployment")["pi-policy-indexer-webhook"]
-    webhook_env = {e["name"]: e for e in webhook["spec"]["template"]["spec"]["containers"][0]["env"]}
+    webhook_pod = webhook["spec"]["template"]["spec"]
+    webhook_env = {e["name"]: e for e in webhook_pod["containers"][0]["env"]}
     assert webhook_env["POLICY_INDEXER_WEBHOOK_SECRETS"]["valueFrom"]["secretKeyRef"]["name"]
     config = by_kind(docs, "ConfigMap")["pi-policy-indexer-config"]["data"]
     assert not any("PASSWORD" in k and not k.endswith("_FILE") for k in config)

@@ -163,6 +163,10 @@ class ContentfulAdapter:
             raise InvalidPayload("the body has no sys.id", errors=[
                 {"loc": ["sys", "id"], "msg": "missing", "type": "missing"}])
         entry_id: str = sys["id"]
+        wanted = "DeletedEntry" if parts[2] in _DELETE else "Entry"
+        if sys.get("type", wanted) != wanted:  # the topic header is not always signed
+            raise InvalidPayload(f"{TOPIC_HEADER}={topic[:80]!r} with a body of sys.type "
+                                 f"{str(sys.get('type'))[:30]!r}; want {wanted!r}")
         content_type = lookup(sys, "contentType.sys.id")
         if self._content_types and content_type not in self._content_types:
             return Ignored(f"content type {str(content_type)[:60]!r} is not one of the "

@@ -10,7 +10,10 @@ checks). What is checked, in order:
   later); ``v1`` equal to the signature under one configured secret, every
   pair compared in constant time (401 mismatch);
 - the body a JSON object (400); ``sanity-operation`` ``create``/``update``
-  (upsert) or ``delete``; any other operation is 202 ignored; a draft
+  (upsert) or ``delete`` (the body's ``operation`` when the projection has
+  ``"operation": delta::operation()``: the header is not signed, the body
+  is; a header that contradicts it is 422); any other operation is 202
+  ignored; a draft
   (``drafts.``/``versions.`` ids) is 202 ignored, only published documents
   are the library.
 
@@ -112,9 +115,7 @@ class SanityAdapter:
 
     def handle(self, request: WebhookRequest, publisher: EventPublisher) -> Outcome:
         body = json_object(request.body)
-        operation = header(request, OPERATION_HEADER)
-        if operation is None:
-            raise InvalidPayload(f"no {OPERATION_HEADER} header (create, update or delete)")
+        operation = _operation(body, header(request, OPERATION_HEADER))
         if operation not in ("create", "update", "delete"):
             return Ignored(f"{OPERATION_HEADER}={operation[:40]!r} is not create, update "
                            "or delete")
@@ -175,3 +176,22 @@ def _sent_at_ms(request: WebhookRequest) -> int:
         raise Unauthorized(f"{SIGNATURE_HEADER} is not t=<ms>,v1=<base64url>",
                            reason="malformed")
     return int(found.group(1))
+
+
+def _operation(body: dict[str, Any], from_header: str | None) -> str:
+    """The body's ``operation`` (``delta::operation()`` in the projection), else the header's.
+
+    Sanity signs the body only, so the ``sanity-operation`` header could be
+    changed on a captured request within the tolerance; a projection that
+    carries the operation closes that, and a header that contradicts it is refused.
+    """
+    signed = body.get("operation")
+    if signed is not None and not isinstance(signed, str):
+        raise InvalidPayload("the body's operation is not a string")
+    if signed is not None and from_header is not None and signed != from_header:
+        raise InvalidPayload(f"{OPERATION_HEADER}={from_header[:20]!r} contradicts the body's "
+                             f"operation {signed[:20]!r}")
+    operation = signed or from_header
+    if operation is None:
+        raise InvalidPayload(f"no {OPERATION_HEADER} header (create, update or delete)")
+    return operation

@@ -141,6 +141,9 @@ def test_sanity_bad_signatures_are_401_and_publish_nothing(
      422, "_updatedAt"),
     (encode(sanity_document("drafts.p", "2025-11-29T19:50:00Z")), "update", 202, "draft"),
     (encode(sanity_document("p", "2025-11-29T19:50:00Z")), "publish", 202, "is not create"),
+    # the header is not signed; an operation in the (signed) body wins, and must agree
+    (encode({**sanity_document("p", "2025-11-29T19:50:00Z"), "operation": "update"}), "delete",
+     422, "contradicts"),
 ])
 def test_sanity_bad_or_foreign_bodies_get_their_status_and_publish_nothing(
     client: TestClient, publisher: MemoryPublisher, *, body: bytes, operation: str,
@@ -236,6 +239,8 @@ def test_contentful_bad_signatures_are_401_and_publish_nothing(
     ("ContentManagement.Entry.publish", encode({"sys": {"type": "Entry"}}), 422, "sys.id"),
     ("ContentManagement.Entry.publish", "other-type", 202, "content type"),
     ("ContentManagement.Entry.publish", "no-fields", 422, "no Contentful Delivery API"),
+    # a publish body sent with another topic (the topic header may be unsigned)
+    ("ContentManagement.Entry.unpublish", None, 422, "want 'DeletedEntry'"),
 ])
 def test_contentful_foreign_topics_and_bad_bodies_get_their_status_and_publish_nothing(
     client: TestClient, publisher: MemoryPublisher, *, topic: str, body: Any, status: int,
@@ -329,3 +334,14 @@ def test_content_types_other_than_json_are_415(client: TestClient,
         answer = client.post(route, content=b"{}", headers={"Content-Type": "text/plain"})
         assert answer.status_code == 415, (route, answer.text)
     assert publisher.events == []
+
+
+def test_sanity_operation_in_the_signed_body_serves_without_the_header(
+    client: TestClient, publisher: MemoryPublisher
+) -> None:
+    body = encode({**sanity_document("p", "2025-11-29T19:50:00Z"), "operation": "create"})
+    headers = sanity_headers(body, SANITY, NOW_MS)
+    del headers["sanity-operation"]
+    answer = client.post("/webhooks/sanity", content=body, headers=headers)
+    assert answer.status_code == 202, answer.text
+    assert [e.action for e in publisher.events] == [Action.UPSERT]

@@ -38,7 +38,7 @@ from retrieval.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
 from retrieval.models import Freshness, Passage, SearchRequest, SearchResponse, Status
 from retrieval.provenance import passage
 from store.search import SearchHit
-from store.search_index import SearchFilters, SearchIndex, Vector, check_labels
+from store.search_index import BothLegs, SearchFilters, SearchIndex, Vector, check_labels
 from store.search_terms import chunk_terms
 
 # Measured on the basecamp QA set (bench/bench_retrieval.py, docs/search.md).
@@ -161,12 +161,8 @@ class SearchService:
         dense_query = None
         if self.encoder is not None and vector is not None:
             dense_query = (self.encoder.model_id, vector)
-        both = getattr(self.index, "both_legs", None)
-        if both is not None:  # one round trip for both legs (Elasticsearch's _msearch)
-            legs: tuple[list[SearchHit], list[SearchHit]] = both(
-                terms, dense_query, filters, self.candidates
-            )
-            return legs
+        if isinstance(self.index, BothLegs):  # one round trip (Elasticsearch's _msearch)
+            return self.index.both_legs(terms, dense_query, filters, self.candidates)
         keyword = self.index.keyword_search(terms, filters, self.candidates) if terms else []
         dense = (
             self.index.vector_search(*dense_query, filters, self.candidates)

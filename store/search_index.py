@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -120,6 +120,20 @@ class SearchIndex(Protocol):
 
     def get_chunks(self, chunk_ids: Sequence[str], filters: SearchFilters) -> list[Chunk]:
         """The chunks of those ids that the filters admit (neighbours), in no set order."""
+
+
+@runtime_checkable
+class BothLegs(Protocol):
+    """A store that runs both legs in one round trip (Elasticsearch's ``_msearch``)."""
+
+    def both_legs(
+        self,
+        terms: Sequence[str],
+        vector: tuple[str, Vector] | None,
+        filters: SearchFilters,
+        limit: int,
+    ) -> tuple[list[SearchHit], list[SearchHit]]:
+        """(keyword hits, dense hits), each best first."""
 
 
 class VectorStore(Protocol):

@@ -70,6 +70,6 @@ def test_strapi_blocks_keep_headings_ordered_lists_and_links() -> None:
 ])
 def test_a_value_of_the_wrong_shape_names_the_node(convert: object, value: object,
                                                    where: str) -> None:
-    with pytest.raises(RichTextError, match=r".*") as caught:
+    with pytest.raises(RichTextError) as caught:
         convert(value)  # type: ignore[operator]
     assert where in str(caught.value)

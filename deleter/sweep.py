@@ -22,6 +22,8 @@ from datetime import UTC, datetime, timedelta
 from store.base import Store
 from store.model import ChunkRef, DocumentState
 
+# The one default of the grace period (settings, the monitor and the reindex reuse it).
+DEFAULT_GRACE = timedelta(minutes=10)
 LEFTOVER_REASONS = ("older", "deleted-document", "above-current", "unknown-document")
 
 
@@ -59,7 +61,7 @@ def classify(
 def sweep(
     store: Store,
     *,
-    grace: timedelta = timedelta(minutes=10),
+    grace: timedelta = DEFAULT_GRACE,
     dry_run: bool = False,
     now: datetime | None = None,
     batch_size: int = 500,

@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 
 import structlog
 
+from deleter.sweep import DEFAULT_GRACE
 from metrics.freshness import FreshnessSnapshot, LagMemory, measure
 from sources.base import Source, SourceEntry
 from sources.errors import SourceError
@@ -64,7 +65,7 @@ class FreshnessMonitor:
         store: Store,
         *,
         max_series: int | None = 100,
-        grace: timedelta = timedelta(minutes=10),
+        grace: timedelta = DEFAULT_GRACE,
         clock: Callable[[], datetime] = _utcnow,
     ) -> None:
         self.source = source

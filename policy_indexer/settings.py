@@ -18,6 +18,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from consumers.commit_policy import CommitPolicy
 from consumers.retry import RetryPolicy
+from deleter.sweep import DEFAULT_GRACE
+from sources.limits import MAX_FILE_BYTES, MAX_PAGE_SIZE, PAGE_SIZE, TIMEOUT_SECONDS
+from store.limits import BULK_MAX_ACTIONS, BULK_MAX_BYTES
+from webhooks.config import MAX_BODY_BYTES, RETRY_AFTER_SECONDS, TIMESTAMP_TOLERANCE_SECONDS
 
 
 class Settings(BaseSettings):
@@ -72,10 +76,11 @@ class Settings(BaseSettings):
         None, ge=1, description="Attempts before giving up on a transient failure; None: forever."
     )
     elasticsearch_timeout_seconds: float = Field(10.0, gt=0)
-    bulk_max_actions: int = Field(500, ge=1)
-    bulk_max_bytes: int = Field(5 * 1024 * 1024, ge=1024)
+    bulk_max_actions: int = Field(BULK_MAX_ACTIONS, ge=1)
+    bulk_max_bytes: int = Field(BULK_MAX_BYTES, ge=1024)
     sweep_grace_seconds: float = Field(
-        600.0, ge=0, description="The sweep leaves younger chunks above a document's state alone."
+        DEFAULT_GRACE.total_seconds(), ge=0,
+        description="The sweep leaves younger chunks above a document's state alone."
     )
     # Webhook receiver (issue 5) ------------------------------------------
     webhook_host: str = "127.0.0.1"
@@ -87,13 +92,16 @@ class Settings(BaseSettings):
         'while rotating (POLICY_INDEXER_WEBHOOK_SECRETS=\'["new...", "old..."]\').',
     )
     webhook_timestamp_tolerance_seconds: float = Field(
-        300.0, gt=0, description="A signature older or newer than this is refused (replays)."
+        TIMESTAMP_TOLERANCE_SECONDS, gt=0,
+        description="A signature older or newer than this is refused (replays)."
     )
-    webhook_max_body_bytes: int = Field(10 * 1024 * 1024, ge=1024)
+    webhook_max_body_bytes: int = Field(MAX_BODY_BYTES, ge=1024)
     webhook_publish_timeout_seconds: float = Field(
         5.0, gt=0, le=120, description="How long a request waits for Kafka's acks=all before 503."
     )
-    webhook_retry_after_seconds: int = Field(5, ge=1, description="Retry-After sent with a 503.")
+    webhook_retry_after_seconds: int = Field(
+        RETRY_AFTER_SECONDS, ge=1, description="Retry-After sent with a 503."
+    )
 
     # Sources and the freshness monitor (issue 6) ------------------------
     source_kind: Literal["cms", "folder", "changelog", "git"] | None = Field(
@@ -105,8 +113,8 @@ class Settings(BaseSettings):
         None, description="cms: one header for every request, 'Authorization: Bearer ...'."
     )
     source_path: str | None = Field(None, description="folder: root; changelog: the log file.")
-    source_page_size: int = Field(500, ge=1, le=10_000)
-    source_timeout_seconds: float = Field(10.0, gt=0)
+    source_page_size: int = Field(PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE)
+    source_timeout_seconds: float = Field(TIMEOUT_SECONDS, gt=0)
     monitor_interval_seconds: float = Field(
         60.0, gt=0, description="How often the monitor lists the source and the index."
     )
@@ -155,7 +163,7 @@ class Settings(BaseSettings):
     # A bad file is that file's problem only: the folder listing (watcher, monitor,
     # status, reconcile) names it unreadable and goes on; see docs/folder-watch.md.
     folder_max_file_bytes: int = Field(
-        5 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024,
+        MAX_FILE_BYTES, ge=1024, le=1024 * 1024 * 1024,
         description="A folder file above this size is listed as unreadable (too_large) and "
         "never read: a policy document is some kB, a bigger file is a mistake (an export).",
     )

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 
 import structlog
 
-from deleter.sweep import SweepReport, sweep
+from deleter.sweep import DEFAULT_GRACE, SweepReport, sweep
 from indexing.core import Indexer
 from metrics.definitions import ReindexMetrics
 from reindex.errors import LeaseError
@@ -55,7 +55,7 @@ class JobRunner:
     metrics: ReindexMetrics | None = None
     max_delete_fraction: float = 0.10
     batch_size: int = 200
-    sweep_grace: timedelta = timedelta(minutes=10)
+    sweep_grace: timedelta = DEFAULT_GRACE
     trigger: str = "scheduled"
     spacing: timedelta | None = None  # scheduled runs: see reindex.lease
     stop_event: threading.Event = field(default_factory=threading.Event)

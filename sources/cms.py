@@ -34,6 +34,7 @@ from pydantic import AliasChoices, AwareDatetime, BaseModel, ConfigDict, Field
 from events.model import ContentType, EventMetadata
 from sources.base import SourceDocument, SourceEntry
 from sources.errors import DocumentNotFoundError, SourceDataError, SourceUnavailableError
+from sources.limits import PAGE_SIZE, TIMEOUT_SECONDS
 
 _ID = AliasChoices("id", "document_id")
 
@@ -76,8 +77,8 @@ class CmsApiSource:
         base_url: str,
         *,
         headers: Mapping[str, str] | None = None,
-        page_size: int = 500,
-        timeout_seconds: float = 10.0,
+        page_size: int = PAGE_SIZE,
+        timeout_seconds: float = TIMEOUT_SECONDS,
         attempts: int = 3,
         backoff_seconds: float = 0.5,
         transport: httpx.BaseTransport | None = None,

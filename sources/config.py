@@ -17,6 +17,7 @@ from sources.changelog import ChangeLogSource
 from sources.cms import CmsApiSource, parse_header
 from sources.folder import DEFAULT_MAX_FILE_BYTES, MarkdownFolderSource
 from sources.git import GitSource
+from sources.limits import MAX_PAGE_SIZE, PAGE_SIZE, TIMEOUT_SECONDS
 
 SourceKind = Literal["cms", "folder", "changelog", "git"]
 
@@ -34,8 +35,8 @@ class SourceConfig(BaseModel):
     )
     git_branch: str = Field("main", min_length=1, description="git: the library's branch.")
     git_path_prefix: str = Field("", description="git: the library's folder in the repository.")
-    page_size: int = Field(500, ge=1, le=10_000)
-    timeout_seconds: float = Field(10.0, gt=0)
+    page_size: int = Field(PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE)
+    timeout_seconds: float = Field(TIMEOUT_SECONDS, gt=0)
     max_file_bytes: int = Field(
         DEFAULT_MAX_FILE_BYTES, ge=1, description="folder: larger files are listed unreadable."
     )

@@ -65,6 +65,7 @@ from sources.base import (
 )
 from sources.errors import DocumentNotFoundError, SourceDataError, SourceUnavailableError
 from sources.html_meta import html_metadata
+from sources.limits import MAX_FILE_BYTES
 
 log = structlog.get_logger(__name__)
 
@@ -74,7 +75,7 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEX
 _READ_CHUNK = 1 << 16
 
 # A policy document is some kB; a file above this is a mistake (an export, a log).
-DEFAULT_MAX_FILE_BYTES = 5 * 1024 * 1024
+DEFAULT_MAX_FILE_BYTES = MAX_FILE_BYTES
 
 
 # File name endings of documents, and the content type each one is sent as.

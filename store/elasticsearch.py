@@ -27,6 +27,7 @@ from store.es_requests import (
     translate,
 )
 from store.es_search_fields import search_fields
+from store.limits import BULK_MAX_ACTIONS, BULK_MAX_BYTES
 from store.model import ChunkRef, DocumentState
 
 
@@ -54,8 +55,8 @@ class ElasticsearchStore:
         client: Elasticsearch,
         prefix: str,
         *,
-        bulk_max_actions: int = 500,
-        bulk_max_bytes: int = 5 * 1024 * 1024,
+        bulk_max_actions: int = BULK_MAX_ACTIONS,
+        bulk_max_bytes: int = BULK_MAX_BYTES,
         scan_page_size: int = PAGE,
         vector_dims: int = es_mappings.DEFAULT_VECTOR_DIMS,
     ) -> None:

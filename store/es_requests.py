@@ -16,6 +16,7 @@ import elastic_transport
 from elasticsearch import ApiError, Elasticsearch
 
 from store.errors import StoreError, TransientStoreError
+from store.limits import BULK_MAX_ACTIONS, BULK_MAX_BYTES
 
 T = TypeVar("T")
 PAGE = 1000
@@ -57,8 +58,8 @@ def bulk(
     *,
     deleted: list[int] | None = None,
     conflicts: set[str] | None = None,
-    max_actions: int = 500,
-    max_bytes: int = 5 * 1024 * 1024,
+    max_actions: int = BULK_MAX_ACTIONS,
+    max_bytes: int = BULK_MAX_BYTES,
 ) -> list[tuple[str, str]]:
     """Send the lines in batches cut by count and bytes; check every item.
 

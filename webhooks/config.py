@@ -5,14 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MIN_SECRET_BYTES = 16
+# The receiver's defaults, here once (settings and the adapters reuse them).
+TIMESTAMP_TOLERANCE_SECONDS = 300.0
+MAX_BODY_BYTES = 10 * 1024 * 1024
+RETRY_AFTER_SECONDS = 5
 
 
 @dataclass(frozen=True)
 class WebhookConfig:
     secrets: tuple[bytes, ...]
-    timestamp_tolerance_seconds: float = 300.0
-    max_body_bytes: int = 10 * 1024 * 1024
-    retry_after_seconds: int = 5
+    timestamp_tolerance_seconds: float = TIMESTAMP_TOLERANCE_SECONDS
+    max_body_bytes: int = MAX_BODY_BYTES
+    retry_after_seconds: int = RETRY_AFTER_SECONDS
     # Publishes waiting for Kafka at once; beyond it the receiver answers 503 at once.
     max_pending_publishes: int = 64
 

@@ -65,6 +65,7 @@ from webhooks.adapters.cms_common import (
     lookup,
 )
 from webhooks.adapters.json_body import json_object
+from webhooks.config import TIMESTAMP_TOLERANCE_SECONDS
 
 SIGNATURE_HEADER = "x-contentful-signature"
 SIGNED_HEADERS_HEADER = "x-contentful-signed-headers"
@@ -98,7 +99,7 @@ class ContentfulAdapter:
     def __init__(self, secrets: Sequence[str], *, signed_path: str = "/webhooks/contentful",
                  mapping: FieldMapping | None = None, locale: str = "en-US",
                  content_types: Sequence[str] = (), api: DeliveryApi | None = None,
-                 tolerance_seconds: float = 300.0) -> None:
+                 tolerance_seconds: float = TIMESTAMP_TOLERANCE_SECONDS) -> None:
         if not 1 <= len(secrets) <= 2:
             raise ValueError("contentful webhook: need 1 or 2 signing secrets (2 during a "
                              f"rotation), got {len(secrets)}")

@@ -27,6 +27,7 @@ from starlette.responses import JSONResponse
 from transport.publisher import EventPublisher, PublishError
 from webhooks.adapters.base import Accepted, Adapter, AdapterError, WebhookRequest
 from webhooks.body import BadContentLength, BodyTooLarge, read_limited
+from webhooks.config import MAX_BODY_BYTES
 from webhooks.metrics import WebhookMetrics
 from webhooks.receiver import refuse, unread
 
@@ -35,7 +36,7 @@ log = structlog.get_logger(__name__)
 
 @dataclass(frozen=True)
 class EndpointLimits:
-    max_body_bytes: int = 10 * 1024 * 1024
+    max_body_bytes: int = MAX_BODY_BYTES
     retry_after_seconds: int = 5
 
 

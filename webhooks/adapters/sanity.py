@@ -64,6 +64,7 @@ from webhooks.adapters.cms_common import (
     lookup,
 )
 from webhooks.adapters.json_body import json_object
+from webhooks.config import TIMESTAMP_TOLERANCE_SECONDS
 
 SIGNATURE_HEADER = "sanity-webhook-signature"
 OPERATION_HEADER = "sanity-operation"
@@ -84,7 +85,7 @@ class SanityAdapter:
 
     def __init__(self, secrets: Sequence[str], *, mapping: FieldMapping | None = None,
                  api: DeliveryApi | None = None, dataset: str | None = None,
-                 tolerance_seconds: float = 300.0) -> None:
+                 tolerance_seconds: float = TIMESTAMP_TOLERANCE_SECONDS) -> None:
         check_secrets("sanity webhook", [s.encode() for s in secrets])
         if tolerance_seconds <= 0:
             raise ValueError(f"sanity webhook tolerance_seconds={tolerance_seconds} "

@@ -52,6 +52,7 @@ from webhooks.adapters.base import (
     matches_any,
     parse_json,
 )
+from webhooks.config import TIMESTAMP_TOLERANCE_SECONDS
 from webhooks.payload import WebhookPayload
 
 ID_HEADER = "webhook-id"
@@ -82,7 +83,8 @@ class StandardWebhooksAdapter:
     name = "standard"
     media_types = frozenset({"application/json"})
 
-    def __init__(self, keys: Sequence[bytes], *, tolerance_seconds: float = 300.0) -> None:
+    def __init__(self, keys: Sequence[bytes], *,
+                 tolerance_seconds: float = TIMESTAMP_TOLERANCE_SECONDS) -> None:
         self._keys = check_secrets("standard webhook", keys)
         if tolerance_seconds <= 0:
             raise ValueError(f"standard webhook tolerance_seconds={tolerance_seconds} "

@@ -4,6 +4,13 @@ Parse every record, hand the valid events to the ``indexing.Indexer`` in one
 go, dead-letter the poison with its source position, and count the outcomes
 and the chunks the apply reports. How to poll, back off and commit is the
 loop's (``consumers.worker``).
+
+An exception that is neither poison nor transient (a bug, a value a store
+overflows on that validation missed) would otherwise leave the loop, and the
+same record would kill every restart. ``UnexpectedErrors`` turns it into the
+record's own problem: the batch is retried one record at a time, each record a
+bounded number of times, and a record that still fails is dead-lettered
+(reason ``unexpected``, naming the document and the exception); the rest go on.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import pydantic
 import structlog
 
 from consumers.dead_letter import DeadLetter, DeadLetterSink
+from consumers.retry import TRANSIENT
 from events.model import ChangeEvent
 from indexing.core import Indexer
 from indexing.errors import PoisonEvent
@@ -55,6 +63,15 @@ class Handled(Generic[R]):
     chunks_deleted: int
 
 
+def _document_of(raw: bytes) -> str:
+    """``document 'x': `` for a message whose JSON names a document, to put in the reason."""
+    try:
+        doc = json.loads(raw).get("document_id")
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        return ""
+    return f"document {str(doc)[:300]!r}: " if doc is not None else ""
+
+
 def parse_event(raw: bytes | None) -> ChangeEvent:
     """Bytes from the transport to a ChangeEvent, or ``PoisonEvent`` saying why not."""
     if raw is None:
@@ -69,7 +86,9 @@ def parse_event(raw: bytes | None) -> ChangeEvent:
         detail = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in exc.errors()
         )
-        raise PoisonEvent("schema", f"not a valid ChangeEvent: {detail}") from exc
+        raise PoisonEvent(
+            "schema", f"{_document_of(raw)}not a valid ChangeEvent: {detail}"
+        ) from exc
 
 
 def attempt(
@@ -95,13 +114,92 @@ def attempt(
     ]
     for record, result, _ in handled:
         if isinstance(result, PoisonEvent):
-            dead_letters.send(
-                DeadLetter(record.key, record.value, result.reason, result.message,
-                           record.topic, record.partition, record.offset)
-            )
-            log.warning("dead-lettered", reason=result.reason, error=result.message[:500],
-                        topic=record.topic, partition=record.partition, offset=record.offset)
+            dead_letter(dead_letters, record, result)
     return Handled(handled, applied.chunks_written, applied.chunks_deleted)
+
+
+def dead_letter(dead_letters: DeadLetterSink, record: RawRecord, poison: PoisonEvent) -> None:
+    dead_letters.send(
+        DeadLetter(record.key, record.value, poison.reason, poison.message,
+                   record.topic, record.partition, record.offset)
+    )
+    log.warning("dead-lettered", reason=poison.reason, error=poison.message[:500],
+                topic=record.topic, partition=record.partition, offset=record.offset)
+
+
+class UnexpectedErrors:
+    """``attempt`` with a bound on unexpected exceptions: each record at most ``max_attempts``.
+
+    The count of each record's failures lives here, across the loop's retries of
+    a transient failure and across batches, until the record is handled.
+    """
+
+    def __init__(self, max_attempts: int = 3) -> None:
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {max_attempts!r}")
+        self.max_attempts = max_attempts
+        self._failures: dict[tuple[str, int, int], int] = {}
+
+    def attempt(
+        self,
+        records: Sequence[R],
+        indexer: Indexer,
+        dead_letters: DeadLetterSink,
+        *,
+        write_behind: Executor | None = None,
+    ) -> Handled[R]:
+        """``attempt``; an unexpected exception makes it go one record at a time."""
+        try:
+            return attempt(records, indexer, dead_letters, write_behind=write_behind)
+        except TRANSIENT:
+            raise
+        except Exception as exc:  # the point: no exception stops the loop
+            if len(records) == 1:
+                return self._one(records[0], indexer, dead_letters, exc)
+            log.warning("unexpected error in a batch; one record at a time",
+                        error=f"{type(exc).__name__}: {exc}"[:500], records=len(records))
+        parts: list[Handled[R]] = []
+        for record in records:
+            try:
+                parts.append(attempt([record], indexer, dead_letters))
+            except TRANSIENT:
+                raise
+            except Exception as exc:
+                parts.append(self._one(record, indexer, dead_letters, exc))
+        return Handled([r for p in parts for r in p.records],
+                       sum(p.chunks_written for p in parts), sum(p.chunks_deleted for p in parts))
+
+    def _one(
+        self, record: R, indexer: Indexer, dead_letters: DeadLetterSink, first: Exception
+    ) -> Handled[R]:
+        """Retry one record until it succeeds or has failed ``max_attempts`` times."""
+        where = (record.topic, record.partition, record.offset)
+        exc: Exception = first
+        while True:
+            failures = self._failures.get(where, 0) + 1
+            self._failures[where] = failures
+            log.warning("unexpected error handling a record", attempt=failures,
+                        of=self.max_attempts, topic=record.topic, partition=record.partition,
+                        offset=record.offset, error=f"{type(exc).__name__}: {exc}"[:500])
+            if failures >= self.max_attempts:
+                break
+            try:
+                handled = attempt([record], indexer, dead_letters)
+            except TRANSIENT:
+                raise
+            except Exception as again:
+                exc = again
+                continue
+            del self._failures[where]
+            return handled
+        del self._failures[where]
+        doc = record.key.decode("utf-8", "replace") if record.key is not None else None
+        poison = PoisonEvent(
+            "unexpected",
+            f"document {doc!r}: failed {failures} times: {type(exc).__name__}: {exc}",
+        )
+        dead_letter(dead_letters, record, poison)
+        return Handled([(record, poison, None)], 0, 0)
 
 
 class OutcomeCounter:

@@ -2,7 +2,8 @@
 
 One loop, small steps, in the manner of arroyo's ``StreamProcessor``: ``_poll`` ->
 ``_process`` the polled batch through the ``indexing.Indexer`` (retrying
-transient failures, dead-lettering poison) -> ``_record_done`` (the offsets
+transient failures, dead-lettering poison, and any other exception of a record
+after a bounded number of tries) -> ``_record_done`` (the offsets
 become committable) -> ``_commit`` on the ``CommitPolicy``, when the transport
 is idle, on revocation and on shutdown. ``request_stop`` (SIGTERM) lets the
 batch in hand finish, commits and returns; a worker backing off from a
@@ -34,7 +35,7 @@ import structlog
 from consumers.commit_policy import CommitPolicy
 from consumers.dead_letter import DeadLetterSink
 from consumers.errors import Interrupted, TransientError
-from consumers.handling import OutcomeCounter, attempt
+from consumers.handling import OutcomeCounter, UnexpectedErrors
 from consumers.retry import HealthState, RetryPolicy, call_with_retry
 from indexing.core import Indexer
 from metrics.definitions import WorkerMetrics
@@ -69,6 +70,7 @@ class Worker:
         poll_timeout_s: float = 0.5,
         write_behind: bool = False,
         checkpoint: Callable[[str], None] = lambda _step: None,
+        unexpected_attempts: int = 3,
     ) -> None:
         if max_records < 1:
             raise ValueError(f"max_records must be at least 1, got {max_records!r}")
@@ -88,6 +90,8 @@ class Worker:
             if write_behind else None
         )
         self.checkpoint = checkpoint
+        # An exception neither poison nor transient: a dead letter after this many tries.
+        self._unexpected = UnexpectedErrors(unexpected_attempts)
         self._stop = threading.Event()
         self._pending: dict[Partition, Delivery] = {}  # the last done delivery of each
         self._assigned: set[Partition] = set()
@@ -155,8 +159,8 @@ class Worker:
         counter = OutcomeCounter(self.metrics)
         try:
             handled = call_with_retry(
-                lambda: attempt(batch, self.processor, self.dead_letters,
-                                write_behind=self._writer),
+                lambda: self._unexpected.attempt(batch, self.processor, self.dead_letters,
+                                                 write_behind=self._writer),
                 policy=self.retry, health=self.health,
                 sleep=lambda s: self._wait(s, partitions), on_retry=on_retry,
             )

@@ -12,12 +12,87 @@ from __future__ import annotations
 import re
 from datetime import date
 from enum import StrEnum
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 # '@' and '#' separate the parts of a chunk id; control characters break logs.
 _DOCUMENT_ID = re.compile(r"^[^@#\x00-\x1f\x7f]{1,512}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+# What every store can hold (SQLite INTEGER and Elasticsearch ``long`` are signed 64-bit,
+# an Elasticsearch ``_id`` is at most 512 bytes, a keyword term at most 32766 bytes), with
+# room to grow. Checked here, at the edge, so a webhook refuses (422) exactly what a
+# worker would dead-letter, and a worker never meets a value a store overflows on.
+#
+# Versions stop at 2**53 - 1: a version at 2**63 - 1 is storable but its next edit is not,
+# and 2**53 - 1 is the largest integer every JSON reader keeps exact (JavaScript CMSs,
+# float64 metric values), while still holding a millisecond timestamp for 285,000 years.
+MAX_VERSION = 2**53 - 1
+# A document id is the ``_id`` of its state and the head of each chunk id
+# ``<id>@v<version>#<slug>``: half of the 512 bytes, the rest for ``@v``, 16 digits and a slug.
+MAX_DOCUMENT_ID_BYTES = 256
+MAX_CONTENT_BYTES = 8 * 1024 * 1024  # below the 11 MiB Kafka record, with room for the JSON
+MAX_LABELS = 64  # access labels, keywords or scope values of one document
+MAX_LABEL_CHARS = 256  # one label, keyword or scope value
+MAX_TEXT_CHARS = 2048  # the title and the source path
+
+
+def check_label(value: str) -> str:
+    """A label-like value (access label, keyword, scope): non-empty, bounded, no control char.
+
+    Raising ``ValueError`` makes it a field error naming the value's place.
+    """
+    if not value.strip():
+        raise ValueError("must not be empty or only whitespace")
+    if len(value) > MAX_LABEL_CHARS:
+        raise ValueError(f"is {len(value)} characters long; at most {MAX_LABEL_CHARS}")
+    if _CONTROL.search(value):
+        raise ValueError(f"{value[:40]!r} contains a control character")
+    utf8_size(value)
+    return value
+
+
+def utf8_size(value: str) -> int:
+    """Bytes of ``value`` in UTF-8; ``ValueError`` for a lone surrogate no store can encode."""
+    try:
+        return len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"is not valid Unicode (a lone surrogate at {exc.start})") from exc
+
+
+def _check_document_id(value: str) -> str:
+    size = utf8_size(value)
+    if size > MAX_DOCUMENT_ID_BYTES:
+        raise ValueError(f"is {size} bytes in UTF-8; at most {MAX_DOCUMENT_ID_BYTES}")
+    return value
+
+
+def _check_content(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError(f"contains NUL at character {value.index(chr(0))}")
+    size = utf8_size(value)
+    if size > MAX_CONTENT_BYTES:
+        raise ValueError(f"is {size} bytes in UTF-8; at most {MAX_CONTENT_BYTES}")
+    return value
+
+
+def _check_text(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("contains NUL")
+    utf8_size(value)
+    return value
+
+
+Label = Annotated[str, AfterValidator(check_label)]
+Labels = Annotated[list[Label], Field(max_length=MAX_LABELS)]
+Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_check_text)]
+Version = Annotated[
+    int, Field(ge=1, le=MAX_VERSION, description="Grows per document at the source.")
+]
+DocumentId = Annotated[
+    str, Field(pattern=_DOCUMENT_ID.pattern), AfterValidator(_check_document_id)
+]
 
 
 class Action(StrEnum):
@@ -37,14 +112,14 @@ class EventMetadata(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    title: str | None = None
-    source_path: str | None = Field(None, description="Path or URL of the document at the source.")
-    scope: list[str] | None = None
+    title: Text | None = None
+    source_path: Text | None = Field(None, description="Path or URL of the document at the source.")
+    scope: Labels | None = None
     valid_from: date | None = None
     valid_to: date | None = None
     effective_date: date | None = None
-    access_labels: list[str] | None = None
-    keywords: list[str] | None = None
+    access_labels: Labels | None = None
+    keywords: Labels | None = None
 
     def overrides(self) -> dict[str, object]:
         """The fields that were set, by their ``chunker.model.DocumentMetadata`` names."""
@@ -58,15 +133,15 @@ class ChangeEvent(BaseModel):
 
     schema_version: Literal[1] = SCHEMA_VERSION
     event_id: str = Field(min_length=1, max_length=200)
-    document_id: str = Field(pattern=_DOCUMENT_ID.pattern)
+    document_id: DocumentId
     action: Action
-    version: int = Field(ge=1, description="Grows per document at the source.")
+    version: Version
     changed_at: AwareDatetime = Field(description="When the change happened at the source.")
     received_at: AwareDatetime | None = Field(
         None, description="When the pipeline first received the change."
     )
     content_type: ContentType | None = None
-    content: str | None = None
+    content: Annotated[str, AfterValidator(_check_content)] | None = None
     metadata: EventMetadata = Field(default_factory=EventMetadata)
 
     @model_validator(mode="after")

@@ -30,6 +30,7 @@ from chunker.model import Chunk
 from deleter.step import delete_older_versions_many
 from events.model import Action, ChangeEvent
 from indexing.errors import PoisonEvent
+from indexing.limits import check_chunks
 from indexing.model import Applied, ChunkFunction, Outcome, Result
 from indexing.rules import DeleteTarget, delete_target, guard, state_after, take_back
 from indexing.writer import ChunkWriter
@@ -123,11 +124,12 @@ class Indexer:
         )
 
     def chunks_of(self, event: ChangeEvent) -> list[Chunk]:
-        """The chunks of an upsert, or ``PoisonEvent`` when the chunker cannot make them."""
+        """The chunks of an upsert, or ``PoisonEvent`` when the chunker cannot make them
+        or a store could not hold them (``indexing.limits``)."""
         if event.content is None or event.content_type is None:
             raise PoisonEvent("schema", "an upsert without content")  # the model forbids it
         try:
-            return self.chunk(
+            chunks = self.chunk(
                 event.document_id,
                 event.version,
                 event.content,
@@ -137,6 +139,8 @@ class Indexer:
             )
         except ChunkerError as exc:
             raise PoisonEvent("chunker", f"{type(exc).__name__}: {exc}") from exc
+        check_chunks(event.document_id, chunks)  # before anything of this version is written
+        return chunks
 
     def _plan(
         self,

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Protocol
 
-from events.model import ContentType, EventMetadata
+from events.model import MAX_VERSION, ContentType, EventMetadata
 from sources.errors import SourceDataError
 
 
@@ -117,7 +117,13 @@ def parse_changed_at(value: object, where: str) -> datetime:
 
 
 def parse_version(value: object, where: str) -> int:
-    """A version: an integer >= 1 (a bool or a float is refused)."""
+    """A version: an integer in 1..MAX_VERSION (a bool or a float is refused).
+
+    The bound is the change event's (``events.model.MAX_VERSION``): a bigger one
+    could never be indexed, so the file is reported unreadable, with this reason.
+    """
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise SourceDataError(f"{where}: version {value!r} is not an integer >= 1")
+    if value > MAX_VERSION:
+        raise SourceDataError(f"{where}: version {value!r} is above the maximum {MAX_VERSION}")
     return value

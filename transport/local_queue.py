@@ -10,10 +10,19 @@ One consumer at a time per topic: a lease row names the holder (host, pid). On
 the same host the lease is held while that process lives (however long it is
 busy or backing off), so a restart after SIGKILL takes over at once; a holder
 on another host (a shared file) holds it while it renews within ``lease_ttl_s``.
+A holder that died (or is a zombie nobody reaped yet, as after ``kill -9`` under a
+parent that has not waited for it) is gone.
+
+Dead letters are kept once per failed event: each carries a ``fingerprint`` (see
+``dead_letter_fingerprint``), unique per topic, so the redelivery of an event
+that was dead-lettered but not yet committed when the process died, or a
+source sending the same bad document again at each start, adds nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import socket
 import sqlite3
@@ -56,6 +65,13 @@ CREATE TABLE IF NOT EXISTS consumer_leases (
 """
 
 
+# Files made before dead letters had a fingerprint get the column (NULL for old rows,
+# which UNIQUE treats as distinct, so nothing old is lost).
+_DEAD_LETTER_FINGERPRINT = """
+CREATE UNIQUE INDEX IF NOT EXISTS dead_letters_once ON dead_letters(topic, fingerprint);
+"""
+
+
 class QueueError(ConsumeError):
     """The queue file cannot be opened, read or written."""
 
@@ -76,14 +92,39 @@ class StoredDeadLetter:
     dead_at: float
 
 
+def dead_letter_fingerprint(key: bytes | None, value: bytes | None, reason: str) -> str:
+    """What makes two dead letters the same failed event: the key, the reason and the value
+    without what differs between two sends of one change (``event_id``, ``received_at``)."""
+    body = value
+    if value is not None:
+        try:
+            parsed = json.loads(value)
+        except (ValueError, UnicodeDecodeError):
+            parsed = None
+        if isinstance(parsed, dict):
+            parsed.pop("event_id", None)
+            parsed.pop("received_at", None)
+            body = json.dumps(parsed, sort_keys=True).encode("utf-8")
+    digest = hashlib.sha256()
+    for part in (key, body, reason.encode("utf-8")):
+        digest.update(b"-" if part is None else b"+%d:" % len(part) + part)
+    return digest.hexdigest()
+
+
 def _pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs: a process that exited, even one still a zombie, does not."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:  # a zombie still answers kill(0); its state in /proc says it is dead
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return True  # no /proc (not Linux), or it went meanwhile: kill(0) said it was there
+    state = stat.rpartition(")")[2].split()[:1]  # after "(comm)", which may hold spaces
+    return state not in (["Z"], ["X"])
 
 
 class LocalQueue:
@@ -106,6 +147,10 @@ class LocalQueue:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(SCHEMA)
+            columns = {row[1] for row in self._conn.execute("PRAGMA table_info(dead_letters)")}
+            if "fingerprint" not in columns:
+                self._conn.execute("ALTER TABLE dead_letters ADD COLUMN fingerprint TEXT")
+            self._conn.executescript(_DEAD_LETTER_FINGERPRINT)
         except (OSError, sqlite3.Error) as exc:
             raise QueueError(f"cannot open the local queue at {str(self.path)!r}: {exc}") from exc
 
@@ -174,20 +219,50 @@ class LocalQueue:
             self._new.wait(timeout_s)
 
     # -- dead letters ------------------------------------------------------
-    def add_dead_letter(self, topic: str, letter: StoredDeadLetter) -> None:
-        self._run(f"dead-letter to {topic!r}", [(
-            "INSERT INTO dead_letters(topic, key, value, reason, error, source_topic, "
-            "source_partition, source_offset, dead_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    def add_dead_letter(self, topic: str, letter: StoredDeadLetter) -> bool:
+        """Keep the letter; False when the same failed event is already there (see above)."""
+        fingerprint = dead_letter_fingerprint(letter.key, letter.value, letter.reason)
+        (cursor,) = self._run(f"dead-letter to {topic!r}", [(
+            "INSERT OR IGNORE INTO dead_letters(topic, key, value, reason, error, source_topic, "
+            "source_partition, source_offset, dead_at, fingerprint) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (topic, letter.key, letter.value, letter.reason, letter.error, letter.source_topic,
-             letter.source_partition, letter.source_offset, letter.dead_at),
+             letter.source_partition, letter.source_offset, letter.dead_at, fingerprint),
         )])
+        return cursor.rowcount == 1
 
     def dead_letters(self, topic: str) -> list[StoredDeadLetter]:
+        return [letter for _id, letter in self.numbered_dead_letters(topic)]
+
+    def numbered_dead_letters(self, topic: str) -> list[tuple[int, StoredDeadLetter]]:
+        """The dead letters of ``topic`` with their row ids (what ``retry`` names), oldest first."""
         (cursor,) = self._run("list dead letters", [(
-            "SELECT key, value, reason, error, source_topic, source_partition, source_offset, "
-            "dead_at FROM dead_letters WHERE topic = ? ORDER BY id", (topic,),
+            "SELECT id, key, value, reason, error, source_topic, source_partition, "
+            "source_offset, dead_at FROM dead_letters WHERE topic = ? ORDER BY id", (topic,),
         )], write=False)
-        return [StoredDeadLetter(*row) for row in cursor.fetchall()]
+        return [(row[0], StoredDeadLetter(*row[1:])) for row in cursor.fetchall()]
+
+    def requeue_dead_letters(self, topic: str, to_topic: str, ids: Sequence[int]) -> int:
+        """Move dead letters back onto ``to_topic`` (original key and value), in one transaction.
+
+        Each is removed from the dead letters as it is appended, so a retry that fails
+        again is a new dead letter, and a crash leaves each in exactly one place.
+        """
+        statements: list[tuple[str, Sequence[Any]]] = []
+        now = time.time()
+        for letter_id in ids:
+            statements.append((
+                "INSERT INTO queue_records(topic, key, value, enqueued_at) "
+                "SELECT ?, key, value, ? FROM dead_letters WHERE topic = ? AND id = ?",
+                (to_topic, now, topic, letter_id),
+            ))
+            statements.append(("DELETE FROM dead_letters WHERE topic = ? AND id = ?",
+                               (topic, letter_id)))
+        cursors = self._run(f"retry dead letters of {topic!r}", statements)
+        moved = sum(c.rowcount for c in cursors[1::2])
+        with self._new:
+            self._new.notify_all()
+        return moved
 
     # -- the consumer lease ------------------------------------------------
     def take_lease(self, topic: str, ttl_s: float) -> None:

@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 import pytest
 from support.chunks import fake_chunker
 from support.racing import RacingStore
+from support.refusing_store import REFUSED, RefusingStore
 
 from events.model import Action, ChangeEvent, EventMetadata
 from indexing.core import Indexer
 from indexing.errors import PoisonEvent
 from indexing.model import Outcome
-from store.base import MAX_KEYWORD_BYTES
 from store.memory import InMemoryStore
 
 
@@ -117,13 +117,12 @@ def test_a_chunker_error_is_poison_and_changes_nothing(
     assert state is not None and state.version == 1
 
 
-def test_a_document_the_store_rejects_is_poison_and_changes_nothing(
-    store: InMemoryStore, proc: Indexer
-) -> None:
+def test_a_document_the_store_rejects_is_poison_and_changes_nothing() -> None:
+    store = RefusingStore()
+    proc = Indexer(store, chunk=fake_chunker)
     proc.apply_one(upsert("d", 1, "alpha"))
-    huge = "L" * (MAX_KEYWORD_BYTES + 10)
     with pytest.raises(PoisonEvent) as caught:
-        proc.apply_one(upsert("d", 2, "alpha\n\nbeta", access_labels=[huge]))
+        proc.apply_one(upsert("d", 2, "alpha\n\nbeta", access_labels=[REFUSED]))
     assert caught.value.reason == "rejected"
     assert chunk_ids(store) == ["d@v1#alpha"]
 

@@ -11,17 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.chunks import fake_chunker
+from support.refusing_store import REFUSED, RefusingStore
 
 from chunker.model import Chunk
 from events.model import Action, ChangeEvent, EventMetadata
 from indexing.core import Indexer
 from indexing.errors import PoisonEvent
 from indexing.model import Outcome
-from store.base import MAX_KEYWORD_BYTES
 from store.errors import TransientStoreError
 from store.memory import InMemoryStore
-
-HUGE = "L" * (MAX_KEYWORD_BYTES + 1)
 
 
 def make(doc: str, version: int, kind: str) -> ChangeEvent:
@@ -31,7 +29,7 @@ def make(doc: str, version: int, kind: str) -> ChangeEvent:
                            version=version, changed_at=when)
     content = {"ok": f"alpha {doc} v{version}\n\nbeta part", "boom": "alpha\n\nBOOM",
                "same": "alpha same"}.get(kind, "alpha rejected")
-    labels = [HUGE] if kind == "rejected" else None
+    labels = [REFUSED] if kind == "rejected" else None
     return ChangeEvent(event_id=f"{doc}{version}", document_id=doc, action=Action.UPSERT,
                        version=version, changed_at=when, content_type="text/markdown",
                        content=content, metadata=EventMetadata(access_labels=labels))
@@ -46,7 +44,7 @@ def snapshot(store: InMemoryStore) -> Snapshot:
 
 
 def one_by_one(events: list[ChangeEvent]) -> InMemoryStore:
-    store = InMemoryStore()
+    store = RefusingStore()
     proc = Indexer(store, chunk=fake_chunker)
     for e in events:
         with contextlib.suppress(PoisonEvent):
@@ -57,7 +55,7 @@ def one_by_one(events: list[ChangeEvent]) -> InMemoryStore:
 def in_batches(
     events: list[ChangeEvent], size: int, behind: Executor | None = None
 ) -> tuple[InMemoryStore, list[object]]:
-    store = InMemoryStore()
+    store = RefusingStore()
     indexer = Indexer(store, chunk=fake_chunker, flush_chunks=1)
     results: list[object] = []
     for start in range(0, len(events), size):

@@ -35,6 +35,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Measure retrieval on a question set: recall@k, MRR, refusals, leaks."),
     "embed": ("policy_indexer.commands.embed:embed_command",
               "Give every chunk its vector (a process, or --once for a re-embedding job)."),
+    "dead-letters": ("policy_indexer.commands.dead_letters:dead_letters",
+                     "List, show and retry dead letters (events the workers could not index)."),
     "config": ("policy_indexer.commands.config:config",
                "Print the effective settings as JSON, with secrets masked."),
 }

@@ -1,0 +1,181 @@
+"""Dead letters you can see and retry, in either mode (``policy-indexer dead-letters``).
+
+Embedded: the ``dead_letters`` table of the local queue; an id is the row id, and
+a retry moves the letter back onto the change topic in one transaction (a retry
+that fails again is a new dead letter, under a new id). Kafka: the dead-letter
+topic, read from its start to its end offsets by a consumer of no group (it
+commits nothing, so reading changes nothing); an id is
+``<partition>:<offset>`` in that topic, and a retry republishes the original
+key and value to the change topic on the one producer policy. Kafka cannot
+remove a record, so a retried letter stays listed; ``list`` shows each failed
+event once (the letters of a redelivered or resent event share a fingerprint,
+``transport.local_queue.dead_letter_fingerprint``, the one the embedded table is
+unique on).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from consumers.dead_letter import DeadLetter
+from policy_indexer.runtime.backends import EmbeddedBackends
+from policy_indexer.settings import Settings
+from transport.local_queue import dead_letter_fingerprint
+
+READ_TIMEOUT_S = 20.0
+
+
+class DeadLetterError(Exception):
+    """The dead letters cannot be read or retried (the message says which and why)."""
+
+
+class DeadLetterNotFound(DeadLetterError):
+    """No dead letter has that id."""
+
+
+@dataclass(frozen=True)
+class DeadLetterView:
+    """One dead letter as the command shows it."""
+
+    letter_id: str
+    document_id: str | None
+    reason: str
+    error: str
+    source: str  # topic/partition/offset of the failed event
+    dead_at: datetime | None
+    key: bytes | None
+    value: bytes | None
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "id": self.letter_id, "document_id": self.document_id, "reason": self.reason,
+            "error": self.error, "source": self.source,
+            "dead_at": self.dead_at.isoformat() if self.dead_at else None,
+            "value_bytes": None if self.value is None else len(self.value),
+        }
+
+
+def _document(key: bytes | None) -> str | None:
+    return None if key is None else key.decode("utf-8", "replace")
+
+
+def list_dead_letters(settings: Settings) -> list[DeadLetterView]:
+    """Every dead letter of the mode, oldest first, one per failed event."""
+    if settings.pipeline == "kafka":
+        return _kafka_letters(settings)
+    embedded = EmbeddedBackends.open(settings)
+    try:
+        return [
+            DeadLetterView(
+                str(letter_id), _document(d.key), d.reason, d.error,
+                f"{d.source_topic}/{d.source_partition}/{d.source_offset}",
+                datetime.fromtimestamp(d.dead_at, UTC), d.key, d.value,
+            )
+            for letter_id, d in embedded.queue.numbered_dead_letters(embedded.topic)
+        ]
+    finally:
+        embedded.close()
+
+
+def show_dead_letter(settings: Settings, letter_id: str) -> DeadLetterView:
+    for letter in list_dead_letters(settings):
+        if letter.letter_id == letter_id:
+            return letter
+    raise DeadLetterNotFound(f"no dead letter has id={letter_id!r} (see `dead-letters list`)")
+
+
+def retry_dead_letters(settings: Settings, letter_ids: Sequence[str]) -> int:
+    """Put these dead letters back on the change topic; how many went back.
+
+    Raises ``DeadLetterNotFound`` naming the first id that is not a dead letter,
+    before anything is retried.
+    """
+    known = {letter.letter_id: letter for letter in list_dead_letters(settings)}
+    missing = [i for i in letter_ids if i not in known]
+    if missing:
+        raise DeadLetterNotFound(f"no dead letter has id={missing[0]!r} (see `dead-letters list`)")
+    if settings.pipeline == "kafka":
+        return _kafka_republish(settings, [known[i] for i in letter_ids])
+    embedded = EmbeddedBackends.open(settings)
+    try:
+        return embedded.queue.requeue_dead_letters(
+            embedded.topic, embedded.topic, [int(i) for i in letter_ids]
+        )
+    finally:
+        embedded.close()
+
+
+def _kafka_letters(settings: Settings) -> list[DeadLetterView]:
+    from kafka import KafkaConsumer, TopicPartition  # noqa: PLC0415
+    from kafka.errors import KafkaError  # noqa: PLC0415
+
+    topic = settings.kafka_dead_letter_topic
+    try:
+        consumer = KafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers.split(","),
+                                 enable_auto_commit=False, request_timeout_ms=10_000)
+    except KafkaError as exc:
+        raise DeadLetterError(f"cannot reach Kafka at {settings.kafka_bootstrap_servers}: "
+                              f"{exc}") from exc
+    try:
+        parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        if not parts:
+            return []
+        consumer.assign(parts)
+        consumer.seek_to_beginning(*parts)
+        ends = consumer.end_offsets(parts)
+        letters: list[tuple[int, int, DeadLetterView]] = []
+        deadline = time.monotonic() + READ_TIMEOUT_S
+        while any(consumer.position(tp) < ends[tp] for tp in parts):
+            if time.monotonic() > deadline:
+                raise DeadLetterError(
+                    f"reading {topic!r} did not reach its end offsets within {READ_TIMEOUT_S}s"
+                )
+            for tp, records in consumer.poll(timeout_ms=500).items():
+                for r in records:
+                    if r.offset >= ends[tp]:
+                        continue
+                    h = DeadLetter.read_headers(list(r.headers or []))
+                    source = (f"{h.get('source-topic')}/{h.get('source-partition')}/"
+                              f"{h.get('source-offset')}")
+                    letters.append((r.timestamp, r.offset, DeadLetterView(
+                        f"{tp.partition}:{r.offset}", _document(r.key), h.get("reason", "?"),
+                        h.get("error", ""), source,
+                        datetime.fromtimestamp(r.timestamp / 1000, UTC), r.key, r.value,
+                    )))
+    except KafkaError as exc:
+        raise DeadLetterError(f"cannot read {topic!r}: {exc}") from exc
+    finally:
+        consumer.close()
+    seen: set[str] = set()
+    unique = []
+    for _ts, _offset, letter in sorted(letters, key=lambda item: (item[0], item[1])):
+        fingerprint = dead_letter_fingerprint(letter.key, letter.value, letter.reason)
+        if fingerprint not in seen:
+            seen.add(fingerprint)
+            unique.append(letter)
+    return unique
+
+
+def _kafka_republish(settings: Settings, letters: Sequence[DeadLetterView]) -> int:
+    from transport.kafka import ProducerPolicy  # noqa: PLC0415
+    from transport.kafka_producer import KafkaSender  # noqa: PLC0415
+    from transport.publisher import PublishError  # noqa: PLC0415
+
+    sender = KafkaSender(settings.kafka_bootstrap_servers, ProducerPolicy())
+    sent = 0
+    try:
+        for letter in letters:
+            try:
+                sender.send(settings.kafka_topic, key=letter.key, value=letter.value)
+            except PublishError as exc:
+                raise DeadLetterError(
+                    f"retry of {letter.letter_id} to {settings.kafka_topic!r} failed after "
+                    f"{sent} sent: {exc}"
+                ) from exc
+            sent += 1
+    finally:
+        sender.close()
+    return sent

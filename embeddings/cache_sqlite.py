@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import structlog
 
+import sqlitedb
 from embeddings.cache import Vector, check_vectors, text_hash
 from embeddings.errors import EmbeddingCacheError, TransientEmbeddingCacheError
 
@@ -56,14 +57,8 @@ class SQLiteEmbeddingCache:
         self.path = Path(path)
         self._lock = threading.Lock()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                str(self.path), timeout=busy_timeout_s, isolation_level=None,
-                check_same_thread=False,
-            )
-            self._conn.execute("PRAGMA journal_mode=WAL")
             # a lost last commit after a power cut only costs a re-encoding
-            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn = sqlitedb.connect(self.path, busy_timeout_s=busy_timeout_s)
             self._conn.execute(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             raise EmbeddingCacheError(
@@ -106,17 +101,12 @@ class SQLiteEmbeddingCache:
         ]
         with self._lock:
             try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                try:
+                with sqlitedb.immediate(self._conn):
                     self._conn.executemany(
                         "INSERT OR REPLACE INTO embeddings (key, model_id, dim, vector, "
                         "created_at) VALUES (?, ?, ?, ?, ?)",
                         rows,
                     )
-                    self._conn.execute("COMMIT")
-                except BaseException:
-                    self._conn.execute("ROLLBACK")
-                    raise
             except sqlite3.Error as exc:
                 raise _translate(f"write {len(rows)} vectors of {model_id!r}", exc) from exc
 

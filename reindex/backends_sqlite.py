@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import sqlitedb
 from reindex.errors import LeaseError
 from reindex.lease import LeaseRecord
 from reindex.runs import RunRecord
@@ -37,12 +38,8 @@ class SchedulerDatabase:
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 5.0) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(
-            self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-        )
-        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn = sqlitedb.connect(self.path, busy_timeout_s=busy_timeout_s)
 
     def ensure_ready(self) -> None:
         with self._lock:
@@ -103,24 +100,17 @@ class SchedulerDatabase:
     def write(self, record: LeaseRecord, cas: object) -> bool:
         with self._lock:
             try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                try:
+                with sqlitedb.immediate(self._conn):
                     row = self._conn.execute(
                         "SELECT seq FROM reindex_lease WHERE job = ?", (record.job,)
                     ).fetchone()
                     if (int(row[0]) if row else None) != cas:
-                        self._conn.execute("ROLLBACK")
-                        return False
+                        return False  # someone else wrote it first; nothing was written
                     self._conn.execute(
                         "INSERT OR REPLACE INTO reindex_lease VALUES (?,?,?,?,?,?)",
                         (record.job, record.holder, record.token, record.expires_at.isoformat(),
                          record.scheduled_started_at.isoformat(), (int(row[0]) + 1) if row else 1),
                     )
-                    self._conn.execute("COMMIT")
-                except BaseException:
-                    if self._conn.in_transaction:
-                        self._conn.execute("ROLLBACK")
-                    raise
             except sqlite3.Error as exc:
                 raise LeaseError(
                     f"cannot write the lease of {record.job!r} in {self.path}: {exc}"

@@ -21,6 +21,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+import sqlitedb
 from sources.errors import SourceUnavailableError
 
 _SCHEMA = """
@@ -56,10 +57,7 @@ class WatchState:
         self.path = path
         self._lock = threading.Lock()
         try:
-            if path != ":memory:":
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn = sqlitedb.connect(path)
             self._conn.execute(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             raise SourceUnavailableError(

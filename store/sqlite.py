@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import sqlitedb
 from chunker.model import Chunk
 from store.base import MAX_KEYWORD_BYTES, keyword_too_long
 from store.errors import RejectedDocumentError, StoreError, StoreSetupError, TransientStoreError
@@ -40,14 +41,8 @@ MAX_SEARCH_LIMIT = 1000
 
 
 def connect(path: str | Path, *, busy_timeout_s: float = 5.0) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit), WAL journal."""
-    conn = sqlite3.connect(
-        str(path), timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-    )
-    conn.execute("PRAGMA journal_mode=WAL")
-    # NORMAL is durable against a process crash (SIGKILL); only a power cut can
-    # lose the last commits, which redelivery then repairs.
-    conn.execute("PRAGMA synchronous=NORMAL")
+    """``sqlitedb.connect`` with foreign keys on (a vector goes with its chunk)."""
+    conn = sqlitedb.connect(path, busy_timeout_s=busy_timeout_s)
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
 
@@ -68,8 +63,6 @@ class SQLiteStore:
         self.path = Path(path)
         self._lock = threading.Lock()
         try:
-            if self.path.parent != Path():
-                self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = connect(self.path, busy_timeout_s=busy_timeout_s)
         except (OSError, sqlite3.Error) as exc:
             raise StoreSetupError(
@@ -81,13 +74,8 @@ class SQLiteStore:
         """Run the statements in one transaction; returns each one's changed rows."""
         with self._lock:
             try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                try:
+                with sqlitedb.immediate(self._conn):
                     counts = [self._conn.execute(sql, args).rowcount for sql, args in statements]
-                    self._conn.execute("COMMIT")
-                except BaseException:
-                    self._conn.execute("ROLLBACK")
-                    raise
             except sqlite3.Error as exc:
                 raise translate(what, exc) from exc
         return counts

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import sqlitedb
 from transport.consumer import ConsumeError, Delivery
 
 SCHEMA = """
@@ -135,17 +136,10 @@ class LocalQueue:
         self._lock = threading.Lock()
         self._new = threading.Condition()
         try:
-            if self.path.parent != Path():
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                str(self.path), timeout=busy_timeout_s, isolation_level=None,
-                check_same_thread=False,
-            )
-            # Before any table exists (no effect on an older file): lets ``ack`` give
-            # the pages of committed records back, so the file stays small.
-            self._conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
+            # auto_vacuum before any table exists (no effect on an older file): lets
+            # ``ack`` give the pages of committed records back, so the file stays small.
+            self._conn = sqlitedb.connect(self.path, busy_timeout_s=busy_timeout_s,
+                                          before_wal=["PRAGMA auto_vacuum=INCREMENTAL"])
             self._conn.executescript(SCHEMA)
             columns = {row[1] for row in self._conn.execute("PRAGMA table_info(dead_letters)")}
             if "fingerprint" not in columns:
@@ -160,14 +154,8 @@ class LocalQueue:
             try:
                 if not write:
                     return [self._conn.execute(sql, args) for sql, args in statements]
-                self._conn.execute("BEGIN IMMEDIATE")
-                try:
-                    cursors = [self._conn.execute(sql, args) for sql, args in statements]
-                    self._conn.execute("COMMIT")
-                except BaseException:
-                    self._conn.execute("ROLLBACK")
-                    raise
-                return cursors
+                with sqlitedb.immediate(self._conn):
+                    return [self._conn.execute(sql, args) for sql, args in statements]
             except sqlite3.Error as exc:
                 raise QueueError(f"{what} in {str(self.path)!r}: SQLite: {exc}") from exc
 
@@ -270,8 +258,7 @@ class LocalQueue:
         host, pid, now = socket.gethostname(), os.getpid(), time.time()
         with self._lock:
             try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                try:
+                with sqlitedb.immediate(self._conn):
                     row = self._conn.execute(
                         "SELECT host, pid, renewed_at FROM consumer_leases WHERE topic = ?",
                         (topic,),
@@ -290,10 +277,6 @@ class LocalQueue:
                         "INSERT OR REPLACE INTO consumer_leases(topic, host, pid, renewed_at) "
                         "VALUES (?, ?, ?, ?)", (topic, host, pid, now),
                     )
-                    self._conn.execute("COMMIT")
-                except BaseException:
-                    self._conn.execute("ROLLBACK")
-                    raise
             except sqlite3.Error as exc:
                 raise QueueError(f"lease {topic!r} in {str(self.path)!r}: {exc}") from exc
 

@@ -130,8 +130,10 @@ def dead_letter(dead_letters: DeadLetterSink, record: RawRecord, poison: PoisonE
 class UnexpectedErrors:
     """``attempt`` with a bound on unexpected exceptions: each record at most ``max_attempts``.
 
-    The count of each record's failures lives here, across the loop's retries of
-    a transient failure and across batches, until the record is handled.
+    The count of each record's failures, and the records given up on, live here
+    across the loop's retries of a transient failure, so a batch retried after
+    a transient failure neither tries a given-up record again nor sends its
+    dead letter twice; both are forgotten once the batch is handled.
     """
 
     def __init__(self, max_attempts: int = 3) -> None:
@@ -139,6 +141,7 @@ class UnexpectedErrors:
             raise ValueError(f"max_attempts must be at least 1, got {max_attempts!r}")
         self.max_attempts = max_attempts
         self._failures: dict[tuple[str, int, int], int] = {}
+        self._given_up: dict[tuple[str, int, int], PoisonEvent] = {}
 
     def attempt(
         self,
@@ -149,17 +152,34 @@ class UnexpectedErrors:
         write_behind: Executor | None = None,
     ) -> Handled[R]:
         """``attempt``; an unexpected exception makes it go one record at a time."""
-        try:
-            return attempt(records, indexer, dead_letters, write_behind=write_behind)
-        except TRANSIENT:
-            raise
-        except Exception as exc:  # the point: no exception stops the loop
-            if len(records) == 1:
-                return self._one(records[0], indexer, dead_letters, exc)
-            log.warning("unexpected error in a batch; one record at a time",
-                        error=f"{type(exc).__name__}: {exc}"[:500], records=len(records))
+        handled = self._attempt(records, indexer, dead_letters, write_behind)
+        for record in records:
+            self._given_up.pop(_position(record), None)
+        return handled
+
+    def _attempt(
+        self,
+        records: Sequence[R],
+        indexer: Indexer,
+        dead_letters: DeadLetterSink,
+        write_behind: Executor | None,
+    ) -> Handled[R]:
+        if not any(_position(r) in self._given_up for r in records):
+            try:
+                return attempt(records, indexer, dead_letters, write_behind=write_behind)
+            except TRANSIENT:
+                raise
+            except Exception as exc:  # the point: no exception stops the loop
+                if len(records) == 1:
+                    return self._one(records[0], indexer, dead_letters, exc)
+                log.warning("unexpected error in a batch; one record at a time",
+                            error=f"{type(exc).__name__}: {exc}"[:500], records=len(records))
         parts: list[Handled[R]] = []
         for record in records:
+            given_up = self._given_up.get(_position(record))
+            if given_up is not None:
+                parts.append(Handled([(record, given_up, None)], 0, 0))
+                continue
             try:
                 parts.append(attempt([record], indexer, dead_letters))
             except TRANSIENT:
@@ -173,7 +193,7 @@ class UnexpectedErrors:
         self, record: R, indexer: Indexer, dead_letters: DeadLetterSink, first: Exception
     ) -> Handled[R]:
         """Retry one record until it succeeds or has failed ``max_attempts`` times."""
-        where = (record.topic, record.partition, record.offset)
+        where = _position(record)
         exc: Exception = first
         while True:
             failures = self._failures.get(where, 0) + 1
@@ -192,14 +212,19 @@ class UnexpectedErrors:
                 continue
             del self._failures[where]
             return handled
-        del self._failures[where]
         doc = record.key.decode("utf-8", "replace") if record.key is not None else None
         poison = PoisonEvent(
             "unexpected",
             f"document {doc!r}: failed {failures} times: {type(exc).__name__}: {exc}",
         )
         dead_letter(dead_letters, record, poison)
+        del self._failures[where]
+        self._given_up[where] = poison
         return Handled([(record, poison, None)], 0, 0)
+
+
+def _position(record: RawRecord) -> tuple[str, int, int]:
+    return record.topic, record.partition, record.offset
 
 
 class OutcomeCounter:

@@ -99,7 +99,8 @@ class Embedded:
     def wait_healthy(self, run: Process) -> None:
         def healthy() -> bool:
             assert run.popen.poll() is None, f"run exited {run.popen.returncode}: {run.output}"
-            return httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=2).status_code == 200
+            answer = httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=2)
+            return bool(answer.status_code == 200)
         wait_until(healthy, 60, "/healthz to answer 200", every_s=0.1,
                    retry_on=(httpx.HTTPError,), on_timeout=lambda: run.output[-3000:])
 

@@ -115,7 +115,7 @@ class Embedded:
 
 def _indexed(status: dict[str, Any]) -> bool:
     docs = {d["document_id"]: d for d in status["documents"]}
-    return docs.get("refunds", {}).get("status") == "current"
+    return bool(docs.get("refunds", {}).get("status") == "current")
 
 
 @pytest.fixture

@@ -30,6 +30,28 @@ def _open(path: Path) -> IO[str]:
     return path.open("r", encoding="utf-8")
 
 
+def read_records(path: str | Path) -> Iterator[tuple[str, dict[str, object]]]:
+    """``(where, record)`` of every non-blank line, ``where`` = ``file:line``: the one
+    reader of the format (``read_changelog`` and ``sources.changelog`` build on it).
+
+    Raises ``ChangeLogError`` for a line that is not a JSON object, ``OSError`` when
+    the file cannot be read (missing, permission, bad gzip).
+    """
+    path = Path(path)
+    with _open(path) as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                record = json.loads(line)
+            except ValueError as exc:
+                raise ChangeLogError(f"{where}: not JSON: {exc}") from exc
+            if not isinstance(record, dict):
+                raise ChangeLogError(f"{where}: expected an object, got {record!r:.80}")
+            yield where, record
+
+
 def event_from_line(record: dict[str, object], source: str) -> ChangeEvent:
     action = Action(str(record["action"]))
     path = record.get("path")
@@ -49,17 +71,11 @@ def read_changelog(path: str | Path) -> Iterator[ChangeEvent]:
     """Yield the changes of the log in order; raise ``ChangeLogError`` on a bad line."""
     path = Path(path)
     source = path.name.removesuffix(".gz").removesuffix(".jsonl")
-    with _open(path) as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                if not isinstance(record, dict):
-                    raise TypeError(f"expected an object, got {type(record).__name__}")
-                yield event_from_line(record, source)
-            except (ValueError, KeyError, TypeError, pydantic.ValidationError) as exc:
-                raise ChangeLogError(f"{path}:{number}: not a valid change: {exc}") from exc
+    for where, record in read_records(path):
+        try:
+            yield event_from_line(record, source)
+        except (ValueError, KeyError, TypeError, pydantic.ValidationError) as exc:
+            raise ChangeLogError(f"{where}: not a valid change: {exc}") from exc
 
 
 def count_lines(path: str | Path) -> int:

@@ -13,22 +13,15 @@ changes.
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from events.changelog import ChangeLogError, read_records
 from events.model import EventMetadata
 from sources.base import SourceDocument, SourceEntry, parse_changed_at, parse_version
 from sources.errors import DocumentNotFoundError, SourceDataError, SourceUnavailableError
-
-
-def _open(path: Path) -> IO[str]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open("r", encoding="utf-8")
 
 
 class ChangeLogSource:
@@ -46,21 +39,13 @@ class ChangeLogSource:
     def _records(self) -> Iterator[tuple[str, dict[str, Any]]]:
         """(where, record) per line; raises the source errors."""
         try:
-            with _open(self.path) as lines:
-                for number, line in enumerate(lines, start=1):
-                    if not line.strip():
-                        continue
-                    where = f"{self.path}:{number}"
-                    try:
-                        record = json.loads(line)
-                    except ValueError as exc:
-                        raise SourceDataError(f"{where}: not JSON: {exc}") from exc
-                    if not isinstance(record, dict):
-                        raise SourceDataError(f"{where}: expected an object, got {record!r:.80}")
-                    seq = record.get("seq")
-                    if self.until_seq is not None and isinstance(seq, int) and seq > self.until_seq:
-                        return
-                    yield where, record
+            for where, record in read_records(self.path):
+                seq = record.get("seq")
+                if self.until_seq is not None and isinstance(seq, int) and seq > self.until_seq:
+                    return
+                yield where, record
+        except ChangeLogError as exc:
+            raise SourceDataError(str(exc)) from exc
         except OSError as exc:  # missing file, permission, bad gzip
             raise SourceUnavailableError(f"cannot read change log {self.path}: {exc}") from exc
 

@@ -14,8 +14,11 @@ from pathlib import Path
 
 import click
 
+from policy_indexer.runtime.parts import PartError
 from policy_indexer.runtime.webhook import WebhookNotConfigured, serve_webhook
 from policy_indexer.settings import Settings
+from store.errors import StoreError
+from transport.local_queue import QueueError
 
 SCHEMES = ("cms", "github", "gitlab", "standard")
 _SETTING = {"cms": "webhook_secrets", "github": "webhook_github_secrets",
@@ -31,8 +34,10 @@ def webhook(ctx: click.Context) -> None:
     settings: Settings = ctx.obj
     try:
         serve_webhook(settings)
-    except WebhookNotConfigured as exc:
+    except (WebhookNotConfigured, PartError) as exc:
         raise click.ClickException(str(exc)) from exc
+    except (StoreError, QueueError) as exc:
+        raise click.ClickException(f"cannot open the embedded queue: {exc}") from exc
 
 
 def signed_headers(settings: Settings, scheme: str, body: bytes, secret: str | None, *,

@@ -7,8 +7,10 @@ from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 from starlette.applications import Starlette
 
-from policy_indexer.runtime.backends import KafkaBackends
+from policy_indexer.runtime.backends import EmbeddedBackends, KafkaBackends
 from policy_indexer.runtime.cms_adapters import cms_adapters, cms_adapters_enabled, cms_routes
+from policy_indexer.runtime.parts import Supervisor
+from policy_indexer.runtime.servers import UvicornThread
 from policy_indexer.runtime.sources import open_git_source
 from policy_indexer.settings import Settings
 from transport.publisher import EventPublisher
@@ -20,7 +22,6 @@ from webhooks.adapters.gitlab import GitLabPushAdapter
 from webhooks.adapters.standard import StandardWebhooksAdapter, decode_secret
 from webhooks.app import CMS_ROUTE, create_app
 from webhooks.config import WebhookConfig
-from webhooks.serve import serve
 
 log = structlog.get_logger(__name__)
 
@@ -117,21 +118,26 @@ def webhook_app(
 
 
 def serve_webhook(settings: Settings) -> None:
-    """``policy-indexer webhook``: the receiver in the foreground, publishing to Kafka.
+    """``policy-indexer webhook``: the receiver alone, until SIGTERM/SIGINT.
 
-    Kafka may be down at start: the receiver still starts, answers 503 (with
-    Retry-After) and ``/readyz`` 503 until it can reach the broker.
+    It publishes into the mode's queue: Kafka (``pipeline=kafka``; Kafka may be down
+    at start: the receiver still starts, answers 503 with Retry-After and ``/readyz``
+    503 until it can reach the broker) or the embedded mode's local queue, which a
+    running ``policy-indexer run`` drains.
     """
-    publisher = KafkaBackends.publisher_for(settings)
-    try:
+    with Supervisor() as parts:
+        if settings.pipeline == "kafka":
+            publisher: EventPublisher = KafkaBackends.publisher_for(settings)
+        else:
+            embedded = EmbeddedBackends.open(settings)
+            parts.add_stop("embedded files", embedded.close)
+            publisher = embedded.publisher()
+        parts.add_stop("publisher", publisher.close)
         app = webhook_app(settings, publisher, CollectorRegistry())
-    except BaseException:
-        publisher.close()
-        raise
-    log.info("webhook receiver starting", host=settings.webhook_host, port=settings.webhook_port,
-             routes=webhook_routes(settings), topic=settings.kafka_topic)
-    try:
-        serve(app, settings.webhook_host, settings.webhook_port)
-    finally:
-        publisher.close()
-        log.info("webhook receiver stopped")
+        server = UvicornThread("webhook receiver", app, settings.webhook_host,
+                               settings.webhook_port, "POLICY_INDEXER_WEBHOOK_PORT")
+        parts.start(server)
+        log.info("webhook receiver started", url=server.url, routes=webhook_routes(settings),
+                 mode=settings.pipeline, topic=settings.kafka_topic)
+        parts.run_until_stopped()
+    log.info("webhook receiver stopped")

@@ -233,3 +233,4 @@ def test_a_passage_of_a_document_behind_its_source_says_so(tmp_path: Path) -> No
         assert p["freshness"]["source_version"] > p["version"]
     readable = cli(env, "search", question, "--labels", "public", "--as-of", AS_OF)
     assert "STALE: the source has v" in readable.stdout
+

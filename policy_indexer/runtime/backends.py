@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from consumers.dead_letter import DeadLetterSink
 from consumers.local_dead_letters import LocalDeadLetterSink
 from consumers.retry import HealthState
 from consumers.worker import Worker
@@ -38,6 +39,7 @@ from store.base import Store
 from store.elasticsearch import ElasticsearchStore
 from store.errors import StoreError
 from store.sqlite import SQLiteStore
+from transport.consumer import EventConsumer
 from transport.local_clients import LocalQueueConsumer, LocalQueuePublisher
 from transport.local_queue import LocalQueue
 from transport.publisher import EventPublisher
@@ -116,6 +118,33 @@ class Backends(Protocol):
     def close(self) -> None: ...
 
 
+def make_worker(
+    settings: Settings,
+    store: Store,
+    consumer: EventConsumer,
+    dead_letters: DeadLetterSink,
+    metrics: WorkerMetrics,
+    *,
+    health: HealthState | None,
+    checkpoint: Callable[[str], None],
+    write_behind: bool = False,
+) -> Worker:
+    """The one worker loop over a mode's consumer, index and dead letters."""
+    processor = Indexer(store, checkpoint=checkpoint, on_unchanged=metrics.unchanged_content.inc)
+    return Worker(
+        consumer,
+        processor,
+        dead_letters,
+        metrics=metrics,
+        health=health,
+        retry=settings.retry_policy(),
+        commit=settings.commit_policy(),
+        max_records=settings.commit_every_records,
+        write_behind=write_behind,
+        checkpoint=checkpoint,
+    )
+
+
 def open_store(settings: Settings) -> Store:
     """The pipeline's index alone (commands that need nothing else)."""
     if settings.pipeline == "kafka":
@@ -186,20 +215,8 @@ class EmbeddedBackends:
         """A worker on the queue; raises ``ConsumerBusy`` if another process consumes it."""
         s = self.settings
         consumer = LocalQueueConsumer(self.queue, self.topic, lease_ttl_s=s.embedded_lease_seconds)
-        processor = Indexer(
-            self.sqlite, checkpoint=checkpoint, on_unchanged=metrics.unchanged_content.inc
-        )
-        return Worker(
-            consumer,
-            processor,
-            LocalDeadLetterSink(self.queue, self.topic),
-            metrics=metrics,
-            health=health,
-            retry=s.retry_policy(),
-            commit=s.commit_policy(),
-            max_records=s.commit_every_records,
-            checkpoint=checkpoint,
-        )
+        return make_worker(s, self.sqlite, consumer, LocalDeadLetterSink(self.queue, self.topic),
+                           metrics, health=health, checkpoint=checkpoint)
 
     def start_worker(
         self,
@@ -308,21 +325,10 @@ class KafkaBackends:
             max_poll_records=s.commit_every_records,
             session_timeout_ms=s.kafka_session_timeout_ms,
         )
-        processor = Indexer(
-            self.es, checkpoint=checkpoint, on_unchanged=metrics.unchanged_content.inc
-        )
-        return Worker(
-            consumer,
-            processor,
-            KafkaDeadLetterSink(sender, s.kafka_dead_letter_topic),
-            metrics=metrics,
-            health=health,
-            retry=s.retry_policy(),
-            commit=s.commit_policy(),
-            max_records=s.commit_every_records,
-            write_behind=True,
-            checkpoint=checkpoint,
-        )
+        # write-behind: chunk writes to Elasticsearch overlap the chunking of the next event
+        return make_worker(s, self.es, consumer,
+                           KafkaDeadLetterSink(sender, s.kafka_dead_letter_topic), metrics,
+                           health=health, checkpoint=checkpoint, write_behind=True)
 
     @property
     def mode(self) -> str:

@@ -18,7 +18,16 @@ from typing import Any, Literal, Self
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-from events.model import Action, ChangeEvent, ContentType, EventMetadata
+from events.model import (
+    Action,
+    ChangeEvent,
+    ContentType,
+    DocumentId,
+    EventMetadata,
+    Labels,
+    Text,
+    Version,
+)
 
 PAYLOAD_VERSION: Literal[1] = 1
 
@@ -54,14 +63,16 @@ class DocumentMetadata(BaseModel):
 
     model_config = _STRICT
 
-    scope: list[str] | None = Field(None, description="Where the policy applies, e.g. cities.")
+    # The change event's own types: a value a worker would dead-letter is refused here, at
+    # its place in the payload (issue 15).
+    scope: Labels | None = Field(None, description="Where the policy applies, e.g. cities.")
     valid_from: date | None = None
     valid_to: date | None = None
     effective_date: date | None = None
-    access_labels: list[str] | None = Field(
+    access_labels: Labels | None = Field(
         None, description="Permission labels a reader needs to see this document."
     )
-    keywords: list[str] | None = None
+    keywords: Labels | None = None
 
 
 class Document(BaseModel):
@@ -69,10 +80,10 @@ class Document(BaseModel):
 
     model_config = _STRICT
 
-    id: str = Field(min_length=1, description="Stable document id at the CMS.")
-    version: int = Field(ge=1, description="Grows with every change of this document.")
-    title: str | None = None
-    path: str | None = Field(None, description="Path or URL of the document at the CMS.")
+    id: DocumentId = Field(min_length=1, description="Stable document id at the CMS.")
+    version: Version = Field(description="Grows with every change of this document.")
+    title: Text | None = None
+    path: Text | None = Field(None, description="Path or URL of the document at the CMS.")
     content_type: ContentType | None = Field(
         None, description="Required for published and updated; absent for deleted."
     )

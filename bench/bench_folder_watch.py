@@ -36,7 +36,7 @@ from metrics.definitions import WorkerMetrics
 from policy_indexer.logs import configure_logging
 from policy_indexer.runtime.backends import EmbeddedBackends
 from policy_indexer.settings import Settings
-from sources.watch import STATE_FILE, start_watcher_thread
+from watcher.watch import STATE_FILE, start_watcher_thread
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "library"
 DOCUMENT = "refunds"

@@ -12,9 +12,8 @@ content. Implementations:
 
 ``sources.config.SourceConfig`` / ``open_source()`` build one from settings.
 
-``sources.watch`` watches such a folder and publishes a change event for each
-creation, edit, rename and deletion (``sources.folder_sync`` holds the
-comparison and the version rule, ``sources.watch_state`` what was published).
+Sources only list and read: the folder watcher, which publishes events for a
+folder, is an ingress of its own beside the webhook (``watcher/``).
 """
 
 from sources.base import Source, SourceDocument, SourceEntry

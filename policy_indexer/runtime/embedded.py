@@ -60,11 +60,11 @@ from policy_indexer.runtime.webhook import webhook_app, webhook_enabled, webhook
 from policy_indexer.settings import Settings
 from reindex.errors import LeaseError
 from sources.errors import SourceError
-from sources.watch import STATE_FILE, WatcherThread, start_watcher_thread
 from store.errors import StoreError
 from store.sqlite import SQLiteStore
 from transport.local_queue import ConsumerBusy, QueueError
 from transport.publisher import EventPublisher
+from watcher.watch import STATE_FILE, WatcherThread, start_watcher_thread
 
 log = structlog.get_logger(__name__)
 

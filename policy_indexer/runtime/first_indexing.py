@@ -16,9 +16,9 @@ from collections.abc import Callable
 import structlog
 
 from policy_indexer.runtime.backends import EmbeddedBackends
-from sources.watch import WatcherThread
 from store.errors import StoreError
 from transport.local_queue import QueueError
+from watcher.watch import WatcherThread
 
 log = structlog.get_logger(__name__)
 

@@ -23,8 +23,8 @@ from policy_indexer.runtime.backends import EmbeddedBackends
 from policy_indexer.runtime.parts import ThreadPart
 from policy_indexer.settings import Settings
 from sources.folder import MarkdownFolderSource
-from sources.watch import STATE_FILE, WatcherThread, start_watcher_thread
 from store.sqlite import SQLiteStore
+from watcher.watch import STATE_FILE, WatcherThread, start_watcher_thread
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "library"
 FOLLOW_S = 2.0  # the bound: the index follows each change within two seconds

@@ -30,7 +30,7 @@ LAYER: dict[str, int] = {
     "store": 3,
     "deleter": 4, "sources": 4,
     "indexing": 5, "metrics": 5, "retrieval": 5,
-    "reindex": 6, "consumers": 6, "webhooks": 6,
+    "reindex": 6, "consumers": 6, "webhooks": 6, "watcher": 6,
     "policy_indexer": 7,
 }
 

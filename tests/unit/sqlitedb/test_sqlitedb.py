@@ -22,9 +22,14 @@ def test_a_failed_write_leaves_nothing_and_a_good_one_everything(tmp_path: Path)
     conn = sqlitedb.connect(tmp_path / "x.sqlite3")
     try:
         conn.execute("CREATE TABLE t (n INTEGER)")
-        with pytest.raises(RuntimeError), sqlitedb.immediate(conn):
-            conn.execute("INSERT INTO t VALUES (1)")
-            raise RuntimeError("crash between two statements")
+
+        def crash_between_two_statements() -> None:
+            with sqlitedb.immediate(conn):
+                conn.execute("INSERT INTO t VALUES (1)")
+                raise RuntimeError("crash")
+
+        with pytest.raises(RuntimeError):
+            crash_between_two_statements()
         assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == 0
         with sqlitedb.immediate(conn):
             conn.execute("INSERT INTO t VALUES (1)")

@@ -15,9 +15,9 @@ from support.webhooks import MemoryPublisher
 
 from policy_indexer.runtime.embedded import with_watcher
 from policy_indexer.runtime.http import MetricsServer, always_ok
-from sources.folder_sync import FolderSync, SyncReport
-from sources.watch import FolderWatcher, WatcherThread
-from sources.watch_state import WatchState
+from watcher.folder_sync import FolderSync, SyncReport
+from watcher.watch import FolderWatcher, WatcherThread
+from watcher.watch_state import WatchState
 
 
 class BrokenSync(FolderSync):

@@ -46,10 +46,10 @@ from watchfiles._rust_notify import RustNotify
 
 from sources.errors import SourceError, SourceUnavailableError
 from sources.folder import DEFAULT_MAX_FILE_BYTES, is_document_name
-from sources.folder_sync import FolderSync, IndexStates, SyncReport
-from sources.watch_state import WatchState
 from store.errors import StoreError
 from transport.publisher import EventPublisher
+from watcher.folder_sync import FolderSync, IndexStates, SyncReport
+from watcher.watch_state import WatchState
 
 log = structlog.get_logger(__name__)
 

@@ -11,11 +11,11 @@ import pytest
 from support.webhooks import MemoryPublisher
 
 from events.model import Action, ChangeEvent
-from sources.folder_sync import FolderSync, SyncReport
-from sources.watch_state import WatchState
 from store.memory import InMemoryStore
 from store.model import DocumentState
 from transport.publisher import PublishUnavailable
+from watcher.folder_sync import FolderSync, SyncReport
+from watcher.watch_state import WatchState
 
 T0 = 1_780_000_000  # whole seconds: the folder's version rule is the mtime in seconds
 

@@ -12,12 +12,12 @@ from support.webhooks import MemoryPublisher
 
 from events.model import ChangeEvent
 from sources.errors import SourceUnavailableError
-from sources.folder_sync import FolderSync, SyncReport
-from sources.watch import FolderWatcher, RelevantChanges, WatcherThread, start_watcher_thread
-from sources.watch_state import WatchState
 from store.errors import TransientStoreError
 from store.memory import InMemoryStore
 from store.model import DocumentState
+from watcher.folder_sync import FolderSync, SyncReport
+from watcher.watch import FolderWatcher, RelevantChanges, WatcherThread, start_watcher_thread
+from watcher.watch_state import WatchState
 
 
 def wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:

@@ -67,9 +67,9 @@ from sources.folder import (
     UnreadableFileError,
     document_id_for,
 )
-from sources.watch_state import Published, WatchState
 from store.model import DocumentState
 from transport.publisher import EventPublisher, PublishError
+from watcher.watch_state import Published, WatchState
 
 log = structlog.get_logger(__name__)
 

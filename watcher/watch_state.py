@@ -10,7 +10,7 @@ Why a file of its own rather than only the index: the index lags the queue.
 Events published just before a stop may still wait in the queue at the next
 start; a version computed from the index alone could then repeat a version
 already queued with other content, and the version guard would drop the later
-change. The index is still read (see ``sources.watch``): its version is a
+change. The index is still read (see ``watcher.watch``): its version is a
 floor, so the watcher never sends a version the index would skip.
 """
 

@@ -218,3 +218,16 @@ def test_the_monitors_label_processes_by_component_and_topics_follow_the_setting
         assert topic["metadata"]["labels"]["strimzi.io/cluster"] == "policy-kafka"
         assert topic["spec"]["replicas"] == 3
         assert topic["spec"]["config"]["min.insync.replicas"] == 2
+
+
+@pytest.mark.parametrize(("value", "error"), [
+    ("components.worker.replica=2", "'/components/worker': additional properties 'replica'"),
+    ("mode=kafak", "'/mode': value must be one of 'kafka', 'embedded'"),
+    ("monitoring.runbooksUrl=docs/runbooks.md", "'/monitoring/runbooksUrl': 'docs/runbooks.md'"),
+    ("config.KAFKA_TOPIC=x", "'KAFKA_TOPIC' does not match pattern '^POLICY_INDEXER_"),
+])
+def test_values_schema_refuses_a_misspelt_or_bad_value(value: str, error: str) -> None:
+    """values.schema.json: a typo is an error naming the value, never silently ignored."""
+    result = helm("template", "pi", str(CHART), "--kube-version", "1.33.0", "--set", value)
+    assert result.returncode != 0
+    assert error in result.stderr, result.stderr

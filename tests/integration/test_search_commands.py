@@ -131,11 +131,10 @@ def test_the_readable_view_shows_sources_and_dates(embedded_env: dict[str, str])
     assert "refunds/index.md#" in done.stdout and "scope " in done.stdout
 
 
-def test_serve_takes_the_labels_from_the_api_key_never_from_the_body(
-    embedded_env: dict[str, str],
-) -> None:
+def serve_and_ask(env: dict[str, str]) -> None:
+    """``policy-indexer serve``: POST /search and /mcp, labels from the API key only."""
     port = free_port()
-    env = {**embedded_env, "POLICY_INDEXER_SEARCH_PORT": str(port)}
+    env = {**env, "POLICY_INDEXER_SEARCH_PORT": str(port)}
     proc = subprocess.Popen([CLI, "serve"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
@@ -157,12 +156,48 @@ def test_serve_takes_the_labels_from_the_api_key_never_from_the_body(
         assert all(p["document_id"] != "refunds/agent-handbook" for p in rider["passages"])
         agent = ask(AGENT_KEY, body).json()
         assert any(p["document_id"] == "refunds/agent-handbook" for p in agent["passages"])
+        for key, sees in ((RIDER_KEY, False), (AGENT_KEY, True)):
+            answer = mcp_over_http(f"{url}/mcp", key)
+            found = any(p["document_id"] == "refunds/agent-handbook" for p in answer["passages"])
+            assert found is sees, answer
         metrics = httpx.get(f"{url}/metrics", timeout=5).text
-        assert "policy_indexer_search_latency_seconds_count" in metrics
+        assert 'policy_indexer_search_latency_seconds_count{interface="http"}' in metrics
+        assert 'policy_indexer_search_latency_seconds_count{interface="mcp"}' in metrics
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out
+
+
+def mcp_over_http(url: str, key: str) -> dict[str, Any]:
+    """One ``search_policy`` call with the mcp package's own streamable HTTP client."""
+    import anyio
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def call() -> dict[str, Any]:
+        with anyio.fail_after(60):
+            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}) as http, \
+                    Client(streamable_http_client(url, http_client=http)) as client:
+                result = await client.call_tool(
+                    "search_policy", {"question": HANDBOOK_QUESTION, "as_of": AS_OF})
+                assert not result.is_error, result.content
+                assert result.structured_content is not None
+                return dict(result.structured_content)
+
+    return anyio.run(call)
+
+
+def test_serve_takes_the_labels_from_the_api_key_never_from_the_body(
+    embedded_env: dict[str, str],
+) -> None:
+    serve_and_ask(embedded_env)
+
+
+@pytest.mark.services
+def test_kafka_mode_serve_answers_from_elasticsearch(kafka_env: dict[str, str]) -> None:
+    serve_and_ask(kafka_env)
 
 
 def test_mcp_over_stdio_binds_the_configured_key(embedded_env: dict[str, str]) -> None:

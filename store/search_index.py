@@ -22,6 +22,7 @@ never short of chunks the caller may see nor padded with ones it may not:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -54,22 +55,35 @@ def is_for_everyone(scope: Iterable[str]) -> bool:
     return not values or any(v in EVERYONE_SCOPES or v.startswith("all-") for v in values)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def check_labels(labels: Iterable[object]) -> frozenset[str]:
-    """The caller's labels, validated: strings, non-empty, no NUL, bounded in size and count."""
+    """The caller's labels, validated: strings, non-empty, no control character, bounded.
+
+    Every store query goes through here (``SearchFilters`` calls it), so no store ever
+    sees a label that could make its query match more: SQL's ``NOT IN`` with a NULL
+    never excludes anything, and a NUL cuts a C string short (``"public\x00agents"``
+    read as ``public``). A lone surrogate is refused too: no store can encode it.
+    """
     checked: set[str] = set()
     for label in labels:
         if not isinstance(label, str):
             raise SearchInputError(f"caller label {label!r} is not a string")
-        if not label or "\x00" in label or len(label) > MAX_LABEL_CHARS:
+        if not label.strip() or _CONTROL.search(label) or len(label) > MAX_LABEL_CHARS:
             raise SearchInputError(
-                f"caller label {label[:40]!r} is empty, has a NUL or is longer than "
-                f"{MAX_LABEL_CHARS} characters"
+                f"caller label {label[:40]!r} is empty, has a control character or is longer "
+                f"than {MAX_LABEL_CHARS} characters"
             )
+        try:
+            label.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise SearchInputError(f"caller label {label[:40]!r} is not valid Unicode") from exc
         checked.add(label)
-    if len(checked) > MAX_CALLER_LABELS:
-        raise SearchInputError(
-            f"caller has {len(checked)} labels; at most {MAX_CALLER_LABELS}"
-        )
+        if len(checked) > MAX_CALLER_LABELS:
+            raise SearchInputError(
+                f"caller has more than {MAX_CALLER_LABELS} labels; at most {MAX_CALLER_LABELS}"
+            )
     return frozenset(checked)
 
 
@@ -84,6 +98,11 @@ class SearchFilters:
     as_of: date
     scope: tuple[str, ...] = ()
     caller_labels: frozenset[str] | None = frozenset()
+
+    def __post_init__(self) -> None:
+        # Validated here, where every store query starts, whoever built the filters.
+        if self.caller_labels is not None:
+            object.__setattr__(self, "caller_labels", check_labels(self.caller_labels))
 
     def without_permissions(self) -> SearchFilters:
         return SearchFilters(self.as_of, self.scope, None)

@@ -24,6 +24,7 @@ from store.base import MAX_KEYWORD_BYTES, keyword_too_long
 from store.errors import RejectedDocumentError, StoreError, StoreSetupError, TransientStoreError
 from store.model import ChunkRef, DocumentState
 from store.search import SearchHit, SearchQueryError, fts5_match
+from store.search_index import check_labels
 from store.sqlite_rows import search_rows
 from store.sqlite_schema import (
     GET_STATE,
@@ -34,6 +35,7 @@ from store.sqlite_schema import (
     SEARCH,
     SEARCH_SCHEMA,
     UPSERT_CHUNK,
+    caller_labels_param,
 )
 
 _PAGE = 1000
@@ -266,13 +268,14 @@ class SQLiteStore:
         """
         if not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise SearchQueryError(f"limit={limit!r}: must be between 1 and {MAX_SEARCH_LIMIT}")
+        labels = check_labels(access_labels)  # before the query: a bad label matches nothing
         match = fts5_match(text)
         if match is None:
             return []
         rows = self._read(
             "search",
             SEARCH,
-            {"match": match, "caller_labels": json.dumps(list(access_labels)), "limit": limit},
+            {"match": match, "caller_labels": caller_labels_param(labels), "limit": limit},
         )
         return [SearchHit(Chunk.model_validate_json(body), float(score)) for body, score in rows]
 

@@ -8,6 +8,9 @@ the search filters on them inside the SQL (``store.search``).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
+
 # 2: the search side (chunk_filters, chunk_terms, chunk_vectors); a version-1 file gets
 # its search rows on ensure_ready.
 SCHEMA_VERSION = 2
@@ -114,7 +117,8 @@ JOIN document_states AS s
 WHERE chunks_fts MATCH :match
   AND NOT EXISTS (
       SELECT 1 FROM json_each(c.access_labels) AS needed
-      WHERE needed.value NOT IN (SELECT value FROM json_each(:caller_labels))
+      WHERE NOT EXISTS (SELECT 1 FROM json_each(:caller_labels) AS mine
+                        WHERE mine.type = 'text' AND mine.value = hex(needed.value))
   )
 ORDER BY bm25(chunks_fts), c.chunk_id
 LIMIT :limit
@@ -169,7 +173,8 @@ AND (:any_scope OR f.everyone OR EXISTS (
     WHERE mine.value IN (SELECT value FROM json_each(:scope))))
 AND (:no_permission OR NOT EXISTS (
     SELECT 1 FROM json_each(c.access_labels) AS needed
-    WHERE needed.value NOT IN (SELECT value FROM json_each(:caller_labels))))
+    WHERE NOT EXISTS (SELECT 1 FROM json_each(:caller_labels) AS mine
+                      WHERE mine.type = 'text' AND mine.value = hex(needed.value))))
 """
 
 KEYWORD_SEARCH = f"""
@@ -206,3 +211,15 @@ WHERE NOT EXISTS (
     SELECT 1 FROM chunk_vectors AS v WHERE v.chunk_rowid = c.rowid AND v.model_id = :model_id)
 ORDER BY c.indexed_at, c.chunk_id
 """
+
+
+def caller_labels_param(labels: Iterable[str]) -> str:
+    """The caller's labels as the permission filter's ``:caller_labels``: a JSON list of
+    the upper-case hex of each label's UTF-8 bytes.
+
+    The filter compares it with ``hex()`` of each label a chunk carries, so it fails
+    closed on anything but an exact byte match: SQLite's ``json_each`` cuts a string at
+    ``\u0000`` (``"public\u0000agents"`` would read as ``public``), and a NULL, a number
+    or any other non-hex value equals no ``hex()`` at all.
+    """
+    return json.dumps(sorted(label.encode("utf-8").hex().upper() for label in labels))

@@ -32,6 +32,7 @@ from store.sqlite_schema import (
     FILTERED,
     KEYWORD_SEARCH,
     MISSING_VECTORS,
+    caller_labels_param,
 )
 
 MAX_TERMS = 256
@@ -44,7 +45,7 @@ def _params(filters: SearchFilters) -> dict[str, Any]:
         "any_scope": int(not filters.scope),
         "scope": json.dumps(list(filters.scope)),
         "no_permission": int(labels is None),
-        "caller_labels": json.dumps(sorted(labels or ())),
+        "caller_labels": caller_labels_param(labels or ()),
     }
 
 

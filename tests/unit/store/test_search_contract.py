@@ -183,6 +183,100 @@ def test_permission_filter_is_exact_over_random_label_sets(index: Index) -> None
     check()
 
 
+# Issue 15 case 6: labels a chunk may carry that look like others (a Cyrillic er, a
+# zero-width space, case, a trailing space, the longest allowed), and caller labels
+# that are hostile: not strings, NUL inside, control characters, empty, too long.
+LOOK_ALIKES = ["public", "agents", "\u0440ublic", "public\u200b", "PUBLIC", "public ", "L" * 256]
+HOSTILE: list[object] = [None, "\x00", "public\x00agents", "public\nagents", "", " ",
+                         "L" * 257, "public\x7f", "agents\x85", 7, b"public", "\ud800"]
+
+
+def test_no_caller_label_set_ever_returns_a_chunk_it_may_not_see(index: Index) -> None:
+    """Random chunk labels, random caller sets mixing good and hostile labels: the store
+    returns exactly the chunks whose labels are all the caller's, or refuses the caller,
+    through the service and through every store query directly."""
+    rng = np.random.default_rng(15)
+    chunks = []
+    for i in range(30):
+        labels = [lab for lab in LOOK_ALIKES if rng.random() < 0.25]
+        chunks.append(chunk(f"h{i:02d}", "s", "shared refund words", access_labels=labels))
+    index.add(chunks)
+    svc = service(index)
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(st.sampled_from([*LOOK_ALIKES, "z"]), max_size=5),
+           st.lists(st.sampled_from(HOSTILE), max_size=2))
+    def check(good: list[str], hostile: list[object]) -> None:
+        caller = frozenset([*good, *hostile])
+        expected = {c.chunk_id for c in chunks if set(c.metadata.access_labels) <= set(good)}
+        if hostile:
+            with pytest.raises(SearchInputError, match="caller label"):
+                svc.search(ask("shared refund words", k=10), caller)  # type: ignore[arg-type]
+            with pytest.raises(SearchInputError, match="caller label"):
+                SearchFilters(DAY, (), caller)  # type: ignore[arg-type]
+            return
+        allowed = frozenset(good)
+        filters = SearchFilters(DAY, (), allowed)
+        found = {h.chunk_id for h in index.search.keyword_search(["refund"], filters, 100)}
+        assert found == expected
+        assert {c.chunk_id for c in index.search.filtered_chunks(filters, 100)} == expected
+        near = index.search.get_chunks([c.chunk_id for c in chunks], filters)
+        assert {c.chunk_id for c in near} == expected
+        answer = svc.search(ask("shared refund words", k=10), allowed)
+        assert {p.chunk_id for p in answer.passages} <= expected
+        assert all(set(p.access_labels) <= allowed for p in answer.passages)
+
+    check()
+
+
+@pytest.mark.parametrize("raw", [[None], ["public\x00agents"], [1], [["public"]], [""]],
+                         ids=["null", "nul-inside", "number", "nested", "empty"])
+def test_the_sqlite_queries_fail_closed_even_on_labels_no_caller_can_send(
+    tmp_path: Any, raw: list[object]
+) -> None:
+    """Below the validation (the query text itself): a NULL, a non-text value or a NUL
+    inside a caller label never lets a labelled chunk through (``NOT IN`` with a NULL
+    let everything through before)."""
+    import json
+
+    from store.sqlite_schema import FILTERED, SEARCH
+
+    store = SQLiteStore(tmp_path / "index.sqlite3")
+    store.ensure_ready()
+    try:
+        Index(store, SQLiteSearchIndex(store)).add([
+            chunk("secret", "s", "refund words", access_labels=["secret-tier"]),
+            chunk("public", "s", "refund words", access_labels=["public"]),
+            chunk("open", "s", "refund words"),
+        ])
+        labels = json.dumps(raw)
+        rows = store._read("search", SEARCH, {"match": "refund", "limit": 10,
+                                              "caller_labels": labels})
+        found = sorted(Chunk.model_validate_json(body).document_id for body, _ in rows)
+        assert found == ["open"]
+        params = {"as_of": DAY.isoformat(), "any_scope": 1, "scope": "[]", "no_permission": 0,
+                  "caller_labels": labels, "limit": 10}
+        listed = store._read("filtered", FILTERED, params)
+        assert sorted(Chunk.model_validate_json(body).document_id for (body,) in listed) == [
+            "open"]
+    finally:
+        store.close()
+
+
+def test_sqlite_store_search_refuses_a_bad_caller_label(tmp_path: Any) -> None:
+    store = SQLiteStore(tmp_path / "index.sqlite3")
+    store.ensure_ready()
+    try:
+        Index(store, SQLiteSearchIndex(store)).add(
+            [chunk("secret", "s", "refund words", access_labels=["secret-tier"])])
+        for bad in ([None], ["public\x00agents"], [""]):
+            with pytest.raises(SearchInputError, match="caller label"):
+                store.search("refund", access_labels=bad)  # type: ignore[arg-type]
+        assert store.search("refund", access_labels=["public"]) == []
+    finally:
+        store.close()
+
+
 def test_no_access_when_only_the_permission_filter_emptied_the_answer(index: Index) -> None:
     index.add([chunk("handbook", "goodwill", "goodwill credit limits", access_labels=["agents"]),
                chunk("refunds", "window", "refund window sixty days")])

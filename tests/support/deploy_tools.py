@@ -1,7 +1,8 @@
 """The validators of the deployment artifacts, as scripts/install-deploy-tools installs them.
 
-``tool("helm")`` is the path of a validator under ``.local/deploy-tools/bin`` (or
-``DEPLOY_TOOLS_DIR``). A missing one is installed by running the script once (it is
+``tool("helm")`` is the path of a validator under ``<tools>/bin``, where ``<tools>`` is
+``DEPLOY_TOOLS_DIR``, or ``/var/cache/policy-indexer/deploy-tools`` as root, else
+``.local/deploy-tools``. A missing one is installed by running the script once (it is
 idempotent and takes a second when everything is there); a validator that still cannot be
 had skips the test with the installer's own error as the reason, never silently. Debian's
 tools (``amtool``, ``systemd-analyze``) are looked up on PATH the same way.
@@ -18,7 +19,10 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-TOOLS_DIR = Path(os.environ.get("DEPLOY_TOOLS_DIR", REPO_ROOT / ".local" / "deploy-tools"))
+# The folder scripts/install-deploy-tools fills, by the same rule.
+TOOLS_DIR = Path(os.environ.get("DEPLOY_TOOLS_DIR") or (
+    "/var/cache/policy-indexer/deploy-tools" if os.geteuid() == 0
+    else REPO_ROOT / ".local" / "deploy-tools"))
 DEBIAN_TOOLS = {"amtool": "prometheus-alertmanager", "systemd-analyze": "systemd"}
 
 

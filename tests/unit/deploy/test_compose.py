@@ -73,3 +73,12 @@ def test_promtool_accepts_the_prometheus_configurations(config: str) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     text = (REPO_ROOT / config).read_text()
     assert "runbooks_url: https://" in text, "the alerts' runbook_url needs the external label"
+
+
+def test_every_policy_indexer_service_checks_its_own_healthz() -> None:
+    ports = {"worker": 9464, "webhook": 8080, "monitor": 9465, "scheduler": 9466, "embed": 9464}
+    services = resolved()["services"]
+    for name, port in ports.items():
+        test = services[name]["healthcheck"]["test"]
+        assert test[:3] == ["CMD", "python", "-c"], name
+        assert f"http://127.0.0.1:{port}/healthz" in test[3], name

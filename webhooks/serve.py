@@ -1,27 +1,167 @@
-"""Serving the app with uvicorn: in the foreground (the command) or in a thread (tests, bench)."""
+"""Serving the app with uvicorn: in the foreground (the command) or in a thread (tests, bench).
+
+Every server the project runs (the webhook receiver, the search server) is
+built by ``server_config``, which holds it to ``HttpLimits`` under a hostile
+network (issue 15 case 8). uvicorn closes idle keep-alive connections and can
+answer 503 above a concurrency limit, but it has no header or body read
+timeout: a client sending one header byte a second, or a body a byte at a
+time, held its connection (and a file descriptor) forever. ``GuardedH11``, a
+small subclass of uvicorn's h11 protocol, adds them:
+
+- **headers**: from the connection's first moment (or the end of the previous
+  response) the request's headers must be complete within
+  ``header_timeout_s``, else the connection is closed; an idle connection that
+  never sends a byte goes the same way;
+- **body**: from the end of the headers the whole body must arrive within
+  ``body_timeout_s``; the app then sees a disconnect (the receiver answers as
+  for a client that left);
+- **connections**: at most ``max_connections`` at once; one more closes the
+  one that has waited longest for its headers (a slow or idle client), so
+  such clients cannot hold every slot against real ones, and if none waits
+  for headers the newcomer is closed. uvicorn's ``limit_concurrency`` (the same
+  number) answers 503 to requests beyond it;
+- **keep-alive**: an idle connection is closed after ``keep_alive_s``.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 
-def server_config(app: ASGIApp, host: str, port: int) -> uvicorn.Config:
+@dataclass(frozen=True)
+class HttpLimits:
+    """How long a client may take and how many may connect (see the module)."""
+
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 60.0
+    keep_alive_s: float = 5.0
+    max_connections: int = 512
+
+    def __post_init__(self) -> None:
+        for name in ("header_timeout_s", "body_timeout_s", "keep_alive_s"):
+            value = getattr(self, name)
+            if not value > 0:
+                raise ValueError(f"HttpLimits.{name}={value!r}: must be above 0")
+        if self.max_connections < 1:
+            raise ValueError(
+                f"HttpLimits.max_connections={self.max_connections!r}: must be at least 1"
+            )
+
+
+class GuardedH11(H11Protocol):
+    """uvicorn's h11 protocol with header and body read deadlines and a connection cap."""
+
+    limits = HttpLimits()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline: asyncio.TimerHandle | None = None
+        self._waiting_headers_since: float | None = None
+        self._watched_cycle: object | None = None
+
+    @classmethod
+    def with_limits(cls, limits: HttpLimits) -> type[GuardedH11]:
+        return type(cls.__name__, (cls,), {"limits": limits})
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self.limits.max_connections and not self._evict_one():
+            transport.close()
+            return
+        self._await_headers()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._deadline is None and self._between_requests():
+            self._await_headers()  # the first byte of a next request on a kept-alive connection
+        super().data_received(data)
+        self._follow_request()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # arms uvicorn's keep-alive timeout
+        self._cancel()
+        self._waiting_headers_since = time.monotonic()  # idle: the first to go at the cap
+
+    # -- the deadlines ---------------------------------------------------------
+    def _between_requests(self) -> bool:
+        return self.cycle is None or self.cycle.response_complete
+
+    def _await_headers(self) -> None:
+        self._cancel()
+        self._waiting_headers_since = time.monotonic()
+        self._deadline = self.loop.call_later(self.limits.header_timeout_s, self._timed_out,
+                                              "headers")
+
+    def _follow_request(self) -> None:
+        cycle = self.cycle
+        if cycle is None or (cycle is self._watched_cycle and self._deadline is None):
+            return
+        if cycle is not self._watched_cycle:  # the headers of a new request are in
+            self._watched_cycle = cycle
+            self._cancel()
+            if cycle.more_body:
+                self._deadline = self.loop.call_later(self.limits.body_timeout_s,
+                                                      self._timed_out, "body")
+        elif not cycle.more_body:  # the body is complete
+            self._cancel()
+
+    def _cancel(self) -> None:
+        self._waiting_headers_since = None
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _timed_out(self, phase: str) -> None:
+        self._deadline = None
+        self._waiting_headers_since = None
+        if not self.transport.is_closing():
+            self.logger.warning("closing a connection: the request %s took longer than %ss",
+                                phase, self.limits.header_timeout_s if phase == "headers"
+                                else self.limits.body_timeout_s)
+            self.transport.close()
+
+    def _evict_one(self) -> bool:
+        """Close the connection that has waited longest for headers; False if none waits."""
+        waiting = [c for c in self.connections if isinstance(c, GuardedH11)
+                   and c is not self and c._waiting_headers_since is not None]
+        if not waiting:
+            return False
+        oldest = min(waiting, key=lambda c: c._waiting_headers_since or 0.0)
+        oldest._cancel()
+        oldest.transport.close()
+        return True
+
+
+def server_config(
+    app: ASGIApp, host: str, port: int, limits: HttpLimits | None = None
+) -> uvicorn.Config:
+    """The one uvicorn configuration of every server the project runs (see the module)."""
+    limits = limits or HttpLimits()
     # Our own structured logs say what happened; uvicorn's access log would repeat it.
     return uvicorn.Config(
         app, host=host, port=port, log_config=None, access_log=False, lifespan="on",
         server_header=False, timeout_graceful_shutdown=10,
+        http=GuardedH11.with_limits(limits), timeout_keep_alive=int(limits.keep_alive_s) or 1,
+        limit_concurrency=limits.max_connections + 1,
     )
 
 
-def serve(app: ASGIApp, host: str, port: int) -> None:
+def serve(app: ASGIApp, host: str, port: int, limits: HttpLimits | None = None) -> None:
     """Serve until SIGINT/SIGTERM, finishing requests in flight."""
-    uvicorn.Server(server_config(app, host, port)).run()
+    uvicorn.Server(server_config(app, host, port, limits)).run()
 
 
 class ServerThread:
@@ -31,13 +171,15 @@ class ServerThread:
             httpx.post(server.url + "/webhooks/cms", ...)
     """
 
-    def __init__(self, app: ASGIApp, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, app: ASGIApp, host: str = "127.0.0.1", limits: HttpLimits | None = None
+    ) -> None:
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind((host, 0))
         self.port: int = self._socket.getsockname()[1]
         self.url = f"http://{host}:{self.port}"
-        self._server = uvicorn.Server(server_config(app, host, self.port))
+        self._server = uvicorn.Server(server_config(app, host, self.port, limits))
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._socket]},
             name=f"uvicorn-{self.port}", daemon=True,

@@ -29,7 +29,6 @@ import asyncio
 import socket
 import threading
 import time
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -37,25 +36,7 @@ import uvicorn
 from starlette.types import ASGIApp
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-
-@dataclass(frozen=True)
-class HttpLimits:
-    """How long a client may take and how many may connect (see the module)."""
-
-    header_timeout_s: float = 10.0
-    body_timeout_s: float = 60.0
-    keep_alive_s: float = 5.0
-    max_connections: int = 512
-
-    def __post_init__(self) -> None:
-        for name in ("header_timeout_s", "body_timeout_s", "keep_alive_s"):
-            value = getattr(self, name)
-            if not value > 0:
-                raise ValueError(f"HttpLimits.{name}={value!r}: must be above 0")
-        if self.max_connections < 1:
-            raise ValueError(
-                f"HttpLimits.max_connections={self.max_connections!r}: must be at least 1"
-            )
+from webhooks.limits import HttpLimits
 
 
 class GuardedH11(H11Protocol):

@@ -31,7 +31,8 @@ from support.webhooks import SECRET, MemoryPublisher, encode, payload, signed_he
 
 from webhooks.app import create_app
 from webhooks.config import WebhookConfig
-from webhooks.serve import HttpLimits, ServerThread
+from webhooks.limits import HttpLimits
+from webhooks.serve import ServerThread
 
 pytestmark = pytest.mark.slow
 

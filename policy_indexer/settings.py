@@ -9,7 +9,7 @@ Core packages never read settings; the command line passes values down.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.triggers.cron import CronTrigger
@@ -18,6 +18,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from consumers.commit_policy import CommitPolicy
 from consumers.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from webhooks.limits import HttpLimits
 from deleter.sweep import DEFAULT_GRACE
 from sources.limits import MAX_FILE_BYTES, MAX_PAGE_SIZE, PAGE_SIZE, TIMEOUT_SECONDS
 from store.limits import BULK_MAX_ACTIONS, BULK_MAX_BYTES
@@ -330,6 +333,35 @@ class Settings(BaseSettings):
     webhook_cms_api_timeout_seconds: float = Field(
         10.0, gt=0, description="A read of the Contentful, Sanity or Strapi API gives up after "
         "this.")
+
+    # Hardening part 2 (issue 15) ----------------------------------------
+    worker_unexpected_error_attempts: int = Field(
+        3, ge=1, le=100, description="Tries of one event that raises an unexpected exception "
+        "before it is dead-lettered (reason 'unexpected') and the worker goes on.")
+    http_header_timeout_seconds: float = Field(
+        10.0, gt=0, description="Webhook and search servers: a request's headers must arrive "
+        "within this (an idle connection is closed after it too).")
+    http_body_timeout_seconds: float = Field(
+        60.0, gt=0, description="Webhook and search servers: a request's whole body must "
+        "arrive within this after its headers.")
+    http_keep_alive_seconds: float = Field(
+        5.0, ge=1, description="Webhook and search servers: an idle kept-alive connection is "
+        "closed after this.")
+    http_max_connections: int = Field(
+        512, ge=1, description="Webhook and search servers: connections at once; one more "
+        "closes the one waiting longest for its headers. Keep it below the fd limit.")
+    # End of hardening part 2 (issue 15) ---------------------------------
+
+    def http_limits(self) -> HttpLimits:
+        """The limits every HTTP server of the project runs under (``webhooks.serve``)."""
+        from webhooks.limits import HttpLimits  # noqa: PLC0415 - no webhooks import at start
+
+        return HttpLimits(
+            header_timeout_s=self.http_header_timeout_seconds,
+            body_timeout_s=self.http_body_timeout_seconds,
+            keep_alive_s=self.http_keep_alive_seconds,
+            max_connections=self.http_max_connections,
+        )
 
     @field_validator("reindex_timezone")
     @classmethod

@@ -142,6 +142,7 @@ def make_worker(
         max_records=settings.commit_every_records,
         write_behind=write_behind,
         checkpoint=checkpoint,
+        unexpected_attempts=settings.worker_unexpected_error_attempts,
     )
 
 

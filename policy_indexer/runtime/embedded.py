@@ -217,7 +217,7 @@ def _start_webhook(settings: Settings, publisher: EventPublisher, registry: Coll
         return "off (no POLICY_INDEXER_WEBHOOK_SECRETS: it only accepts signed requests)"
     receiver = UvicornThread("webhook receiver", webhook_app(settings, publisher, registry),
                              settings.webhook_host, settings.webhook_port,
-                             "POLICY_INDEXER_WEBHOOK_PORT")
+                             "POLICY_INDEXER_WEBHOOK_PORT", limits=settings.http_limits())
     parts.start(receiver)
     routes = ", ".join(receiver.url + route for route in webhook_routes(settings))
     return f"{routes} (signed, into the local queue)"
@@ -241,7 +241,7 @@ def _start_search(settings: Settings, backends: EmbeddedBackends,
     else:
         server = UvicornThread("search server", search_app(settings, search.service, registry),
                                settings.search_host, settings.search_port,
-                               "POLICY_INDEXER_SEARCH_PORT")
+                               "POLICY_INDEXER_SEARCH_PORT", limits=settings.http_limits())
         parts.start(server)
         served = f"{server.url}/search and {server.url}/mcp (API keys)"
     return [f"  vectors:   {vectors}", f"  search:    {served}"]

@@ -202,7 +202,8 @@ def serve_search(settings: Settings) -> None:
         app = search_app(settings, search.service, registry)
         with Supervisor() as parts:
             server = UvicornThread("search server", app, settings.search_host,
-                                   settings.search_port, "POLICY_INDEXER_SEARCH_PORT")
+                                   settings.search_port, "POLICY_INDEXER_SEARCH_PORT",
+                                   limits=settings.http_limits())
             parts.start(server)
             refresher = search.freshness_part(settings)
             if refresher is not None:

@@ -15,6 +15,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from policy_indexer.runtime.parts import PartError
+from webhooks.limits import HttpLimits
 from webhooks.serve import server_config
 
 STOP_TIMEOUT_S = 10.0
@@ -25,7 +26,8 @@ class UvicornThread:
 
     error = None
 
-    def __init__(self, name: str, app: ASGIApp, host: str, port: int, setting: str) -> None:
+    def __init__(self, name: str, app: ASGIApp, host: str, port: int, setting: str, *,
+                 limits: HttpLimits | None = None) -> None:
         self.name = name
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -36,7 +38,7 @@ class UvicornThread:
             raise PartError(f"{name} cannot listen on {host}:{port} ({setting}): {exc}") from exc
         self.port: int = self._socket.getsockname()[1]
         self.url = f"http://{host}:{self.port}"
-        self._server = uvicorn.Server(server_config(app, host, self.port))
+        self._server = uvicorn.Server(server_config(app, host, self.port, limits))
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._socket]},
             name=name.replace(" ", "-"), daemon=True,

@@ -135,7 +135,8 @@ def serve_webhook(settings: Settings) -> None:
         parts.add_stop("publisher", publisher.close)
         app = webhook_app(settings, publisher, CollectorRegistry())
         server = UvicornThread("webhook receiver", app, settings.webhook_host,
-                               settings.webhook_port, "POLICY_INDEXER_WEBHOOK_PORT")
+                               settings.webhook_port, "POLICY_INDEXER_WEBHOOK_PORT",
+                               limits=settings.http_limits())
         parts.start(server)
         log.info("webhook receiver started", url=server.url, routes=webhook_routes(settings),
                  mode=settings.pipeline, topic=settings.kafka_topic)

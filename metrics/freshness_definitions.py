@@ -20,7 +20,7 @@ class MetricDef:
     labels: tuple[str, ...] = ()
 
 
-P = "policy_index_"
+P = "policy_indexer_"
 
 DOCUMENT_LAG = MetricDef(
     P + "document_lag_seconds", "gauge",

@@ -24,7 +24,7 @@ unreadable (a bad file)        anything                              none (unrea
 An unreadable entry (the source holds the document but cannot read it: a
 folder's file without permission, not UTF-8, a FIFO; see ``sources.base``)
 has no lag figure: its version is unknown, so any number would be a guess.
-It is its own status, counted apart (``policy_index_unreadable_documents``),
+It is its own status, counted apart (``policy_indexer_unreadable_documents``),
 never "behind" and never "deleted at source".
 
 A source clock ahead of ours (``changed_at`` in the future) gives lag 0 but the

@@ -130,13 +130,13 @@ class Settings(BaseSettings):
         3600.0,
         gt=0,
         description="THE lag bound: the max-lag alert fires above it. Exported by the monitor "
-        "as policy_index_lag_bound_seconds, which the alert rule compares against.",
+        "as policy_indexer_lag_bound_seconds, which the alert rule compares against.",
     )
     leftover_bound_seconds: float = Field(
         1800.0,
         gt=0,
         description="Leftover versions older than this fire an alert "
-        "(exported as policy_index_leftover_bound_seconds).",
+        "(exported as policy_indexer_leftover_bound_seconds).",
     )
 
     # Embedded mode (issue 8) ---------------------------------------------

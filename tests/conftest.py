@@ -52,7 +52,34 @@ def prometheus_url(services: Config) -> str:
     url = f"http://{services.host}:{services.prometheus_port}"
     if not health.http_ok(f"{url}/-/ready"):
         pytest.fail(f"Prometheus is not ready at {url}; {UP_HINT}")
+    _reload_rules(url)
     return url
+
+
+def _reload_rules(url: str) -> None:
+    """A Prometheus that was already running holds the rules of its start: reload them
+    from ``alerts/`` and wait until it serves exactly the rules in the files, so the
+    tests never judge yesterday's rules."""
+    import json
+    import urllib.request
+
+    import yaml
+    from support.waiting import wait_until
+
+    wanted = sorted(rule["alert"] for path in (REPO_ROOT / "alerts").glob("*.yml")
+                    for group in yaml.safe_load(path.read_text())["groups"]
+                    for rule in group["rules"] if "alert" in rule)
+    request = urllib.request.Request(f"{url}/-/reload", method="POST")
+    with urllib.request.urlopen(request, timeout=10):
+        pass
+
+    def loaded() -> list[str]:
+        with urllib.request.urlopen(f"{url}/api/v1/rules?type=alert", timeout=10) as resp:
+            groups = json.loads(resp.read())["data"]["groups"]
+        return sorted(r["name"] for g in groups for r in g["rules"])
+
+    wait_until(loaded, 30, f"Prometheus to load the rules of alerts/ {wanted}",
+               accept=lambda names: names == wanted)
 
 
 @pytest.fixture(scope="session")

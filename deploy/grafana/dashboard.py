@@ -80,40 +80,40 @@ def rows(lag_bound_s: float, leftover_bound_s: float) -> list[Row]:
     return [
         Row("Freshness: is the index behind the source?", [
             Panel("Max lag and p95", "timeseries", "s", [
-                Target("max lag", f"max({q('policy_index_max_lag_seconds')})"),
-                Target("p95 lag", f"max({q('policy_index_lag_p95_seconds')})"),
-                Target("bound", f"max({q('policy_index_lag_bound_seconds')})"),
+                Target("max lag", f"max({q('policy_indexer_max_lag_seconds')})"),
+                Target("p95 lag", f"max({q('policy_indexer_lag_p95_seconds')})"),
+                Target("bound", f"max({q('policy_indexer_lag_bound_seconds')})"),
             ], "How far the index is behind the source: time since the first change it lacks.",
                 threshold=lag_bound_s, runbook="PolicyIndexerLagAboveBound"),
             Panel("Documents behind", "timeseries", "short", [
-                Target("{{status}}", f"sum by (status) ({q('policy_index_documents_behind')})"),
+                Target("{{status}}", f"sum by (status) ({q('policy_indexer_documents_behind')})"),
             ], "Documents whose index copy is not the source's current version, by cause.",
                 runbook="PolicyIndexerLagAboveBound"),
             Panel("Most lagging documents", "table", "s", [
                 Target("", "topk(20, max by (document_id, status) "
-                       f"({q('policy_index_document_lag_seconds')}))", instant=True),
+                       f"({q('policy_indexer_document_lag_seconds')}))", instant=True),
             ], "The documents furthest behind (the monitor exports the N most lagging).",
                 width=24, threshold=lag_bound_s),
             Panel("Source and index documents", "timeseries", "short", [
-                Target("source", f"max({q('policy_index_source_documents')})"),
-                Target("index", f"max({q('policy_index_indexed_documents')})"),
+                Target("source", f"max({q('policy_indexer_source_documents')})"),
+                Target("index", f"max({q('policy_indexer_indexed_documents')})"),
             ], "Documents live at the source and in the index."),
             Panel("Source listing", "timeseries", "short", [
                 Target("failures in a row",
-                       f"max({q('policy_index_source_listing_consecutive_failures')})"),
-                Target("seconds since last listing",
-                       f"time() - max({q('policy_index_source_last_success_timestamp_seconds')})"),
+                       f"max({q('policy_indexer_source_listing_consecutive_failures')})"),
+                Target("seconds since last listing", "time() - max("
+                       f"{q('policy_indexer_source_last_success_timestamp_seconds')})"),
             ], "A source that cannot be listed shows here, not as 'no lag'.", threshold=3,
                 runbook="PolicyIndexerSourceListingFailing"),
         ]),
         Row("Leftovers and the nightly reindex", [
             Panel("Leftover versions", "timeseries", "short", [
-                Target("chunks", f"sum({q('policy_index_leftover_versions')})"),
-                Target("documents", f"sum({q('policy_index_leftover_documents')})"),
+                Target("chunks", f"sum({q('policy_indexer_leftover_versions')})"),
+                Target("documents", f"sum({q('policy_indexer_leftover_documents')})"),
             ], "Chunks of old versions or deleted documents still searchable; the sweep "
                 "clears them.", runbook="PolicyIndexerLeftoverVersions"),
             Panel("Oldest leftover", "stat", "s", [
-                Target("age", f"max({q('policy_index_leftover_age_seconds')})"),
+                Target("age", f"max({q('policy_indexer_leftover_age_seconds')})"),
             ], "Since when the oldest leftover chunk has been one.", width=6,
                 threshold=leftover_bound_s, runbook="PolicyIndexerLeftoverVersions"),
             Panel("Last nightly reindex", "stat", "s", [

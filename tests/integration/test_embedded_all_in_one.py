@@ -101,7 +101,7 @@ def test_run_indexes_the_library_serves_all_metrics_follows_edits_and_stops_on_s
     assert httpx.get(f"http://127.0.0.1:{run.metrics_port}/healthz").status_code == 200
     families = metric_families(run.metrics_port)
     for name in ("policy_indexer_events",                 # the worker
-                 "policy_index_max_lag_seconds",          # the freshness monitor
+                 "policy_indexer_max_lag_seconds",          # the freshness monitor
                  "policy_indexer_reindex_last_outcome",   # the scheduler
                  "policy_indexer_webhook_requests"):      # the webhook receiver
         assert name in families, sorted(families)

@@ -9,7 +9,7 @@ monitor, scheduler) is started as a user starts it, and:
 - the 8 good documents are indexed, ``status`` exits 0, shows them current and
   the bad file ``unreadable`` with its reason;
 - the monitor's ``/metrics`` counts the bad file in
-  ``policy_index_unreadable_documents{reason}`` and never reports a lag (not
+  ``policy_indexer_unreadable_documents{reason}`` and never reports a lag (not
   even in its first cycle, which waits for the first indexing);
 - ``/healthz`` stays 200 with the watcher ``ok``, ``reindex`` succeeds and
   leaves the bad file alone, and a later edit of a good file is still indexed
@@ -137,7 +137,7 @@ class Library:
         text = httpx.get(f"http://127.0.0.1:{self.port}/metrics", timeout=5).text
         found = {(s.name, tuple(sorted(s.labels.items()))): s.value
                  for family in text_string_to_metric_families(text) for s in family.samples}
-        lag = found.get(("policy_index_max_lag_seconds", ()))
+        lag = found.get(("policy_indexer_max_lag_seconds", ()))
         if lag is not None:
             self.lags_seen.append(lag)
         return found
@@ -195,14 +195,14 @@ def test_one_bad_file_is_that_files_problem_only(library: Library) -> None:
     assert (status["behind"], status["unreadable"], status["max_lag_seconds"]) == (0, 1, 0)
     assert status["dead_letters"] == 0
 
-    unreadable = ("policy_index_unreadable_documents", (("reason", case.reason),))
+    unreadable = ("policy_indexer_unreadable_documents", (("reason", case.reason),))
     found = wait_until(library.metrics, 30, "the monitor to count the unreadable file",
                        accept=lambda m: m.get(unreadable) == 1, retry_on=(httpx.HTTPError,))
     assert sum(v for (name, _), v in found.items()
-               if name == "policy_index_unreadable_documents") == 1
-    assert found[("policy_index_unreadable_document",
+               if name == "policy_indexer_unreadable_documents") == 1
+    assert found[("policy_indexer_unreadable_document",
                   (("document_id", case.document_id), ("reason", case.reason)))] == 1
-    assert found[("policy_index_source_listing_consecutive_failures", ())] == 0
+    assert found[("policy_indexer_source_listing_consecutive_failures", ())] == 0
     assert library.lags_seen and set(library.lags_seen) == {0.0}, library.lags_seen
 
     health = httpx.get(f"http://127.0.0.1:{library.port}/healthz", timeout=5)

@@ -129,8 +129,8 @@ def stack(
         worker.start()  # creates the indices
         monitor.start()
         wait_for("the monitor to see the three documents indexed, current",
-                 lambda: s.sample("policy_index_indexed_documents") == 3
-                 and s.sample("policy_index_max_lag_seconds") == 0, 90, on_timeout=s.logs)
+                 lambda: s.sample("policy_indexer_indexed_documents") == 3
+                 and s.sample("policy_indexer_max_lag_seconds") == 0, 90, on_timeout=s.logs)
         yield s
     finally:
         s.monitor.stop()
@@ -151,15 +151,15 @@ def test_max_lag_alert_fires_while_the_worker_is_stopped_and_resolves_after(stac
     stack.change("refund", 2)
     wait_for("PolicyIndexerLagAboveBound to fire",
              lambda: stack.firing("PolicyIndexerLagAboveBound"), 60, on_timeout=stack.logs)
-    lag = stack.sample("policy_index_document_lag_seconds", document_id="refund")
+    lag = stack.sample("policy_indexer_document_lag_seconds", document_id="refund")
     assert lag is not None and lag > LAG_BOUND_S
-    assert stack.sample("policy_index_documents_behind", status="behind") == 1
+    assert stack.sample("policy_indexer_documents_behind", status="behind") == 1
 
     stack.worker = stack.worker_process().start()
     wait_for("the lag alert to resolve",
              lambda: not stack.prometheus.alerts("PolicyIndexerLagAboveBound", stack.test),
              60, on_timeout=stack.logs)
-    assert stack.sample("policy_index_max_lag_seconds") == 0
+    assert stack.sample("policy_indexer_max_lag_seconds") == 0
 
 
 def _panel_targets() -> list[tuple[str, str]]:
@@ -270,9 +270,9 @@ def test_leftover_versions_show_and_alert_then_the_sweep_clears_them(stack: Stac
     stack.change("terms", 2)
     assert doomed.wait_exit(60) != 0, doomed.tail()
     doomed.stop()
-    wait_for("leftover versions to show", lambda: (stack.sample("policy_index_leftover_versions")
+    wait_for("leftover versions to show", lambda: (stack.sample("policy_indexer_leftover_versions")
                                                    or 0) > 0, 60, on_timeout=stack.logs)
-    assert stack.sample("policy_index_leftover_documents") == 1
+    assert stack.sample("policy_indexer_leftover_documents") == 1
     wait_for("PolicyIndexerLeftoverVersions to fire",
              lambda: stack.firing("PolicyIndexerLeftoverVersions"), 60, on_timeout=stack.logs)
 
@@ -282,7 +282,7 @@ def test_leftover_versions_show_and_alert_then_the_sweep_clears_them(stack: Stac
     assert sweep.returncode == 0, sweep.stdout + sweep.stderr
     assert "older:" in sweep.stdout, sweep.stdout
     wait_for("the leftover gauge to clear",
-             lambda: stack.sample("policy_index_leftover_versions") == 0, 60)
+             lambda: stack.sample("policy_indexer_leftover_versions") == 0, 60)
     wait_for("the leftover alert to resolve",
              lambda: not stack.prometheus.alerts("PolicyIndexerLeftoverVersions", stack.test), 60)
     stack.worker = stack.worker_process().start()
@@ -309,11 +309,11 @@ def test_an_unlistable_source_fires_its_alert_instead_of_reading_as_no_lag(stack
         wait_for("PolicyIndexerSourceListingFailing to fire",
                  lambda: stack.firing("PolicyIndexerSourceListingFailing"), 60,
                  on_timeout=stack.logs)
-        failures = stack.sample("policy_index_source_listing_failures_total",
+        failures = stack.sample("policy_indexer_source_listing_failures_total",
                                 error="SourceUnavailableError")
         assert failures is not None and failures >= 3
         # the last good snapshot is still served (not dropped, not reset)
-        assert stack.sample("policy_index_indexed_documents") == 3
+        assert stack.sample("policy_indexer_indexed_documents") == 3
     finally:
         hidden.rename(stack.log)
     wait_for("the listing alert to resolve",

@@ -43,7 +43,7 @@ NOT_IN_A_CLONE = shutil.ignore_patterns(
 
 MONITOR_INTERVAL_S = Settings.model_fields["monitor_interval_seconds"].default
 INDEXED = ("policy_indexer_events_total", (("outcome", "indexed"),))
-MAX_LAG = ("policy_index_max_lag_seconds", ())
+MAX_LAG = ("policy_indexer_max_lag_seconds", ())
 Sample = tuple[str, tuple[tuple[str, str], ...]]
 
 

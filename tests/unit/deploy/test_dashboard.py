@@ -16,7 +16,7 @@ from policy_indexer.settings import Settings
 REPO_ROOT = Path(__file__).resolve().parents[3]
 GENERATOR = REPO_ROOT / "deploy" / "grafana" / "dashboard.py"
 BOARD = REPO_ROOT / "deploy" / "grafana" / "dashboards" / "policy-indexer.json"
-METRIC_SELECTOR = re.compile(r"\b((?:policy_index(?:er)?_[a-z0-9_]+)|up)(\{[^}]*\})?")
+METRIC_SELECTOR = re.compile(r"\b((?:policy_indexer_[a-z0-9_]+)|up)(\{[^}]*\})?")
 
 
 def board() -> dict[str, Any]:

@@ -169,6 +169,9 @@ def test_one_monitor_one_scheduler_and_a_budget_for_the_workers() -> None:
     (statefulset,) = by_kind(embedded, "StatefulSet").values()
     assert statefulset["spec"]["replicas"] == 1
     assert statefulset["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] == "data"
+    # the rules' worker and monitor absence alerts count "embedded" as both
+    assert statefulset["spec"]["template"]["metadata"]["labels"][
+        "app.kubernetes.io/component"] == "embedded"
     config = by_kind(embedded, "ConfigMap")["pi-policy-indexer-config"]["data"]
     assert config["POLICY_INDEXER_PIPELINE"] == "embedded"
 

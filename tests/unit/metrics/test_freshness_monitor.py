@@ -64,27 +64,27 @@ def value(registry: CollectorRegistry, name: str, **labels: str) -> float | None
 
 def test_one_cycle_reports_lag_counts_and_the_capped_series(setup: Setup) -> None:
     _source, _store, clock, monitor, registry = setup
-    assert value(registry, "policy_index_max_lag_seconds") is None  # nothing before a cycle
+    assert value(registry, "policy_indexer_max_lag_seconds") is None  # nothing before a cycle
     assert monitor.run_cycle() is not None
-    assert value(registry, "policy_index_source_documents") == 4  # a, b, c, e (d deleted)
-    assert value(registry, "policy_index_indexed_documents") == 5  # a, b, c, d, gone
-    assert value(registry, "policy_index_documents_behind", status="behind") == 1
-    assert value(registry, "policy_index_documents_behind", status="missing_from_index") == 1
-    assert value(registry, "policy_index_documents_behind", status="deleted_at_source") == 2
-    assert value(registry, "policy_index_max_lag_seconds") == 20 * 60
+    assert value(registry, "policy_indexer_source_documents") == 4  # a, b, c, e (d deleted)
+    assert value(registry, "policy_indexer_indexed_documents") == 5  # a, b, c, d, gone
+    assert value(registry, "policy_indexer_documents_behind", status="behind") == 1
+    assert value(registry, "policy_indexer_documents_behind", status="missing_from_index") == 1
+    assert value(registry, "policy_indexer_documents_behind", status="deleted_at_source") == 2
+    assert value(registry, "policy_indexer_max_lag_seconds") == 20 * 60
     # two series (the cap): e (20 min) and b (5 min); d (2 min) and gone (0 s) dropped
-    assert value(registry, "policy_index_document_lag_seconds",
+    assert value(registry, "policy_indexer_document_lag_seconds",
                  document_id="e", status="missing_from_index") == 1200
-    assert value(registry, "policy_index_document_lag_seconds",
+    assert value(registry, "policy_indexer_document_lag_seconds",
                  document_id="b", status="behind") == 300
-    assert value(registry, "policy_index_document_lag_series_dropped") == 2
+    assert value(registry, "policy_indexer_document_lag_series_dropped") == 2
     # 6 documents known; p95 is the largest lag at nearest rank ceil(0.95*6) = 6
-    assert value(registry, "policy_index_lag_p95_seconds") == 1200
-    assert value(registry, "policy_index_lag_bound_seconds") == 600
+    assert value(registry, "policy_indexer_lag_p95_seconds") == 1200
+    assert value(registry, "policy_indexer_lag_bound_seconds") == 600
     # lag grows at scrape time without a new cycle
     clock.now = NOW + 10 * MIN
-    assert value(registry, "policy_index_max_lag_seconds") == 30 * 60
-    assert value(registry, "policy_index_document_lag_seconds",
+    assert value(registry, "policy_indexer_max_lag_seconds") == 30 * 60
+    assert value(registry, "policy_indexer_document_lag_seconds",
                  document_id="gone", status="deleted_at_source") is None
 
 
@@ -92,13 +92,13 @@ def test_the_cap_is_filled_with_current_documents_at_zero(setup: Setup) -> None:
     _source, _store, _clock, monitor, registry = setup
     monitor.max_series = 4  # 4 lagging documents (b, e, d, gone) fill it: no current one
     monitor.run_cycle()
-    assert value(registry, "policy_index_document_lag_seconds",
+    assert value(registry, "policy_indexer_document_lag_seconds",
                  document_id="a", status="current") is None
     monitor.max_series = 5
     monitor.run_cycle()
-    assert value(registry, "policy_index_document_lag_seconds",
+    assert value(registry, "policy_indexer_document_lag_seconds",
                  document_id="a", status="current") == 0
-    assert value(registry, "policy_index_document_lag_seconds",
+    assert value(registry, "policy_indexer_document_lag_seconds",
                  document_id="c", status="current") is None
 
 
@@ -106,18 +106,18 @@ def test_all_series_include_current_documents_at_zero(setup: Setup) -> None:
     _source, _store, _clock, monitor, registry = setup
     monitor.max_series = None
     monitor.run_cycle()
-    assert value(registry, "policy_index_document_lag_seconds",
+    assert value(registry, "policy_indexer_document_lag_seconds",
                  document_id="a", status="current") == 0
-    assert value(registry, "policy_index_document_lag_seconds",
+    assert value(registry, "policy_indexer_document_lag_seconds",
                  document_id="gone", status="deleted_at_source") == 0  # first seen absent now
-    assert value(registry, "policy_index_document_lag_series_dropped") == 0
+    assert value(registry, "policy_indexer_document_lag_series_dropped") == 0
 
 
 def test_leftovers_count_chunks_and_documents_with_their_age(setup: Setup) -> None:
     _source, store, _clock, monitor, registry = setup
     monitor.run_cycle()
-    assert value(registry, "policy_index_leftover_versions") == 0
-    assert value(registry, "policy_index_leftover_age_seconds") == 0
+    assert value(registry, "policy_indexer_leftover_versions") == 0
+    assert value(registry, "policy_indexer_leftover_age_seconds") == 0
     # a now at v3, indexed 40 min ago, but its v2 chunks were never deleted
     index(store, "a", 3, indexed_ago=40 * MIN)
     # c deleted (tombstone) 15 min ago, its chunks left behind
@@ -125,9 +125,9 @@ def test_leftovers_count_chunks_and_documents_with_their_age(setup: Setup) -> No
     # a chunk of a document without a state, written just now: in the grace period
     store.write_chunks([make_chunk("inflight", 1)])
     monitor.run_cycle()
-    assert value(registry, "policy_index_leftover_versions") == 4
-    assert value(registry, "policy_index_leftover_documents") == 2
-    assert value(registry, "policy_index_leftover_age_seconds") == 40 * 60
+    assert value(registry, "policy_indexer_leftover_versions") == 4
+    assert value(registry, "policy_indexer_leftover_documents") == 2
+    assert value(registry, "policy_indexer_leftover_age_seconds") == 40 * 60
 
 
 def test_an_unlistable_source_is_counted_and_never_reads_as_no_lag(setup: Setup) -> None:
@@ -135,23 +135,23 @@ def test_an_unlistable_source_is_counted_and_never_reads_as_no_lag(setup: Setup)
     source.fail_with = SourceUnavailableError("cms down")
     assert monitor.run_cycle() is None
     assert monitor.run_cycle() is None
-    assert value(registry, "policy_index_source_listing_consecutive_failures") == 2
-    assert value(registry, "policy_index_source_listing_failures_total",
+    assert value(registry, "policy_indexer_source_listing_consecutive_failures") == 2
+    assert value(registry, "policy_indexer_source_listing_failures_total",
                  error="SourceUnavailableError") == 2
-    assert value(registry, "policy_index_source_last_success_timestamp_seconds") == 0
-    assert value(registry, "policy_index_max_lag_seconds") is None  # not 0
+    assert value(registry, "policy_indexer_source_last_success_timestamp_seconds") == 0
+    assert value(registry, "policy_indexer_max_lag_seconds") is None  # not 0
     source.fail_with = None
     monitor.run_cycle()
-    assert value(registry, "policy_index_source_listing_consecutive_failures") == 0
-    assert value(registry, "policy_index_max_lag_seconds") == 1200
+    assert value(registry, "policy_indexer_source_listing_consecutive_failures") == 0
+    assert value(registry, "policy_indexer_max_lag_seconds") == 1200
     # fails again: the last snapshot stays, and its lag keeps growing
     source.fail_with = SourceDataError("bad page")
     clock.now = NOW + 5 * MIN
     assert monitor.run_cycle() is None
-    assert value(registry, "policy_index_max_lag_seconds") == 1500
-    assert value(registry, "policy_index_source_listing_failures_total",
+    assert value(registry, "policy_indexer_max_lag_seconds") == 1500
+    assert value(registry, "policy_indexer_source_listing_failures_total",
                  error="SourceDataError") == 1
-    assert value(registry, "policy_index_monitor_cycles_total", result="source_failed") == 3
+    assert value(registry, "policy_indexer_monitor_cycles_total", result="source_failed") == 3
 
 
 def test_a_failed_listing_does_not_touch_the_lag_memory(setup: Setup) -> None:
@@ -164,5 +164,5 @@ def test_a_failed_listing_does_not_touch_the_lag_memory(setup: Setup) -> None:
     assert monitor.memory.behind == remembered
     source.fail_with = None
     monitor.run_cycle()  # b keeps lagging from v3's change (5 min), not v4's
-    assert value(registry, "policy_index_document_lag_seconds",
+    assert value(registry, "policy_indexer_document_lag_seconds",
                  document_id="b", status="behind") == 300

@@ -32,12 +32,12 @@ def test_lag_from_a_cms_listing_and_a_cms_outage() -> None:
                                              leftover_bound_seconds=1800, version="t",
                                              clock=lambda: NOW + timedelta(minutes=1)))
         monitor.run_cycle()
-        assert registry.get_sample_value("policy_index_max_lag_seconds") == 61 * 60
+        assert registry.get_sample_value("policy_indexer_max_lag_seconds") == 61 * 60
         assert registry.get_sample_value(
-            "policy_index_documents_behind", {"status": "missing_from_index"}) == 1
+            "policy_indexer_documents_behind", {"status": "missing_from_index"}) == 1
         cms.fail_with = 503
         monitor.run_cycle()
         source.close()
     assert registry.get_sample_value(
-        "policy_index_source_listing_failures_total", {"error": "SourceUnavailableError"}) == 1
-    assert registry.get_sample_value("policy_index_max_lag_seconds") == 61 * 60
+        "policy_indexer_source_listing_failures_total", {"error": "SourceUnavailableError"}) == 1
+    assert registry.get_sample_value("policy_indexer_max_lag_seconds") == 61 * 60

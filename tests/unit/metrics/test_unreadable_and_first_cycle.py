@@ -54,16 +54,16 @@ def test_unreadable_documents_are_counted_by_reason_and_named_never_lagging() ->
     registry = collector_for(monitor)
     assert monitor.run_cycle() is not None
     get = registry.get_sample_value
-    assert get("policy_index_unreadable_documents", {"reason": "not_regular"}) == 1
-    assert get("policy_index_unreadable_documents", {"reason": "permission"}) == 1
-    assert get("policy_index_unreadable_documents", {"reason": "encoding"}) == 0
-    assert get("policy_index_unreadable_document",
+    assert get("policy_indexer_unreadable_documents", {"reason": "not_regular"}) == 1
+    assert get("policy_indexer_unreadable_documents", {"reason": "permission"}) == 1
+    assert get("policy_indexer_unreadable_documents", {"reason": "encoding"}) == 0
+    assert get("policy_indexer_unreadable_document",
                {"document_id": "a", "reason": "not_regular"}) == 1
-    assert get("policy_index_max_lag_seconds") == 0  # not "missing for 3 hours"
+    assert get("policy_indexer_max_lag_seconds") == 0  # not "missing for 3 hours"
     for status in ("behind", "missing_from_index", "deleted_at_source"):
-        assert get("policy_index_documents_behind", {"status": status}) == 0
-    assert get("policy_index_documents_behind", {"status": "unreadable"}) is None
-    assert get("policy_index_source_listing_consecutive_failures") == 0
+        assert get("policy_indexer_documents_behind", {"status": status}) == 0
+    assert get("policy_indexer_documents_behind", {"status": "unreadable"}) is None
+    assert get("policy_indexer_source_listing_consecutive_failures") == 0
 
 
 def test_status_shows_the_unreadable_file_with_its_reason_and_no_lag() -> None:
@@ -95,14 +95,14 @@ def test_the_first_cycle_waits_for_the_first_indexing() -> None:
     try:
         time.sleep(0.3)  # a cycle would have run by now without the gate (it runs at once)
         assert monitor.status.cycles["ok"] == 0
-        assert registry.get_sample_value("policy_index_max_lag_seconds") is None  # not measured
+        assert registry.get_sample_value("policy_indexer_max_lag_seconds") is None  # not measured
         indexed(store, "good", 2)
         first_indexing.set()
         deadline = time.monotonic() + 5
         while monitor.snapshot is None:
             assert time.monotonic() < deadline, "no cycle after the first indexing"
             time.sleep(0.02)
-        assert registry.get_sample_value("policy_index_max_lag_seconds") == 0
+        assert registry.get_sample_value("policy_indexer_max_lag_seconds") == 0
     finally:
         monitor.stop()
         thread.join(5)

@@ -37,7 +37,10 @@ def configure_logging(
         ],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
-        cache_logger_on_first_use=True,
+        # Not cached: a module's logger then follows the configuration in force when it
+        # logs (a second configure, structlog.testing.capture_logs), not the one of its
+        # first call; the cost is a dict lookup a log line, at a few lines an event.
+        cache_logger_on_first_use=False,
     )
     formatter = structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=shared,

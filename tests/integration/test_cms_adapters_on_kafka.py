@@ -99,6 +99,9 @@ def test_each_cms_request_ends_as_its_chunks_in_elasticsearch(
 
                 wait_until(indexed, 60, "the three CMS documents in Elasticsearch",
                            accept=lambda v: v == ids)
+                # states are read in real time, chunks searched after a refresh: a state seen
+                # after indexed()'s refresh may have chunks the search cannot see yet
+                store.refresh()
                 # each document at its CMS version, its text cut at the rich text's headings
                 for document_id, heading in ((entry_id, "## Eligibility"),
                                              (sanity_id, "## Late deliveries"),

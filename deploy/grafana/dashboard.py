@@ -32,7 +32,7 @@ DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 # Every selector: the variables' regexes ("all" is ".*", which also matches a missing label,
 # so the board works where there is no namespace).
 SEL = 'job=~"$job", namespace=~"$namespace", instance=~"$instance"'
-COMPONENTS = 'component=~"worker|monitor|webhook|scheduler"'
+COMPONENTS = 'component=~"worker|monitor|webhook|scheduler|embedded"'
 # Settings' defaults (policy_indexer/settings.py); the generator stays dependency-free, and
 # tests/unit/deploy checks that these are still the defaults.
 DEFAULT_LAG_BOUND_S = 3600.0

@@ -39,7 +39,7 @@ from policy_indexer import __version__
 from policy_indexer.runtime import faults
 from policy_indexer.runtime.backends import EmbeddedBackends, index_path, queue_path
 from policy_indexer.runtime.first_indexing import FirstIndexing
-from policy_indexer.runtime.http import Health, MetricsServer, worker_health
+from policy_indexer.runtime.http import Health, MetricsServer, process_registry, worker_health
 from policy_indexer.runtime.jobs import (
     freshness_monitor,
     job_runner,
@@ -109,7 +109,7 @@ def _reason(exc: Exception) -> str:
 def _start(settings: Settings, backends: EmbeddedBackends, parts: Supervisor,
            echo: Callable[[str], None]) -> list[str]:
     """Start every part under ``parts``; returns the banner lines."""
-    registry = CollectorRegistry()
+    registry = process_registry()
     health = HealthState()
     try:
         worker = backends.worker(WorkerMetrics.create(registry), health=health,

@@ -15,11 +15,28 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 
 from consumers.retry import HealthState
 
 Health = Callable[[], dict[str, Any]]
+
+
+def process_registry() -> CollectorRegistry:
+    """The registry of one long-running process: its parts' metrics, plus the process's own
+    (CPU, memory, open files), the platform's (Python version) and the garbage collector's."""
+    registry = CollectorRegistry()
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    return registry
 
 
 def always_ok() -> dict[str, Any]:

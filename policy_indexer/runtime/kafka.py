@@ -14,14 +14,13 @@ import signal
 from multiprocessing.process import BaseProcess
 
 import structlog
-from prometheus_client import CollectorRegistry
 
 from consumers.retry import HealthState
 from metrics.definitions import WorkerMetrics
 from policy_indexer.logs import configure_logging
 from policy_indexer.runtime import faults
 from policy_indexer.runtime.backends import KafkaBackends
-from policy_indexer.runtime.http import MetricsServer, worker_health
+from policy_indexer.runtime.http import MetricsServer, process_registry, worker_health
 from policy_indexer.runtime.parts import Supervisor, stop_on_signals
 from policy_indexer.settings import Settings
 
@@ -46,7 +45,7 @@ def run_kafka(settings: Settings, processes: int | None = None) -> None:
 
 def run_worker(settings: Settings, metrics_port: int | None = None) -> None:
     """One worker process, until SIGTERM/SIGINT (the worker commits what it has done)."""
-    registry = CollectorRegistry()
+    registry = process_registry()
     metrics = WorkerMetrics.create(registry)
     health = HealthState()
     backends = KafkaBackends.open(settings)

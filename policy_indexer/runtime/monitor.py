@@ -11,12 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import structlog
-from prometheus_client import CollectorRegistry
 
 from metrics.freshness import FreshnessSnapshot
 from metrics.monitor import FreshnessMonitor
 from policy_indexer.runtime.backends import open_store
-from policy_indexer.runtime.http import MetricsServer
+from policy_indexer.runtime.http import MetricsServer, process_registry
 from policy_indexer.runtime.jobs import freshness_monitor, register_freshness
 from policy_indexer.runtime.parts import Supervisor, ThreadPart
 from policy_indexer.runtime.sources import open_configured_source
@@ -52,7 +51,7 @@ def run_monitor(settings: Settings, *, port: int | None = None,
     """Until SIGTERM/SIGINT."""
     monitor, parts = _monitor(settings)
     interval = interval_s or settings.monitor_interval_seconds
-    registry = CollectorRegistry()
+    registry = process_registry()
     register_freshness(settings, monitor, registry)
 
     def health() -> dict[str, Any]:

@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import structlog
-from prometheus_client import CollectorRegistry
 
 from deleter.sweep import SweepReport
 from deleter.sweep import sweep as run_sweep
 from metrics.definitions import ReindexMetrics
 from policy_indexer.runtime import faults
 from policy_indexer.runtime.backends import open_backends
-from policy_indexer.runtime.http import MetricsServer
+from policy_indexer.runtime.http import MetricsServer, process_registry
 from policy_indexer.runtime.jobs import job_runner, scheduler_for
 from policy_indexer.runtime.parts import Supervisor, stop_on_signals
 from policy_indexer.runtime.sources import open_configured_source
@@ -92,7 +91,7 @@ def run_scheduler(settings: Settings, *, port: int | None,
     job to return and gives its lease back.
     """
     source = open_configured_source(settings)
-    registry = CollectorRegistry()
+    registry = process_registry()
     backends = open_backends(settings)
     with Supervisor() as parts:
         parts.add_stop("backends", backends.close)

@@ -26,7 +26,7 @@ from embeddings.encoder import Encoder
 from embeddings.metrics import EmbeddingMetrics
 from policy_indexer.runtime.backends import Backends, open_backends
 from policy_indexer.runtime.freshness import PassageFreshness
-from policy_indexer.runtime.http import MetricsServer
+from policy_indexer.runtime.http import MetricsServer, process_registry
 from policy_indexer.runtime.parts import Supervisor, ThreadPart
 from policy_indexer.runtime.servers import UvicornThread
 from policy_indexer.runtime.sources import open_configured_source
@@ -197,7 +197,7 @@ def search_once(settings: Settings, request: SearchRequest,
 
 def serve_search(settings: Settings) -> None:
     """``policy-indexer serve``: POST /search and MCP over streamable HTTP, until SIGTERM."""
-    registry = CollectorRegistry()
+    registry = process_registry()
     with searching(settings, registry) as (backends, search):
         app = search_app(settings, search.service, registry)
         with Supervisor() as parts:
@@ -234,7 +234,7 @@ def embed(settings: Settings, *, once: bool) -> int:
     then exit: a model change's re-embedding job), or keep doing it as a process."""
     from embeddings.backfill import reembed  # noqa: PLC0415
 
-    registry = CollectorRegistry()
+    registry = process_registry()
     with searching(settings, registry) as (backends, search):
         if search.encoder is None:
             raise SearchNotConfigured("POLICY_INDEXER_SEARCH_ENCODER=none: nothing to embed")

@@ -9,6 +9,7 @@ from starlette.applications import Starlette
 
 from policy_indexer.runtime.backends import EmbeddedBackends, KafkaBackends
 from policy_indexer.runtime.cms_adapters import cms_adapters, cms_adapters_enabled, cms_routes
+from policy_indexer.runtime.http import process_registry
 from policy_indexer.runtime.parts import Supervisor
 from policy_indexer.runtime.servers import UvicornThread
 from policy_indexer.runtime.sources import open_git_source
@@ -133,7 +134,7 @@ def serve_webhook(settings: Settings) -> None:
             parts.add_stop("embedded files", embedded.close)
             publisher = embedded.publisher()
         parts.add_stop("publisher", publisher.close)
-        app = webhook_app(settings, publisher, CollectorRegistry())
+        app = webhook_app(settings, publisher, process_registry())
         server = UvicornThread("webhook receiver", app, settings.webhook_host,
                                settings.webhook_port, "POLICY_INDEXER_WEBHOOK_PORT",
                                limits=settings.http_limits())

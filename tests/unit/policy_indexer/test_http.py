@@ -65,3 +65,13 @@ def test_only_metrics_and_healthz_answer() -> None:
         assert get(f"{server.url}/metricsfoo")[0] == 404
     finally:
         server.stop()
+
+
+def test_a_process_registry_carries_the_process_platform_and_gc_metrics() -> None:
+    from policy_indexer.runtime.http import process_registry
+
+    registry = process_registry()
+    assert registry.get_sample_value("process_cpu_seconds_total") is not None
+    assert registry.get_sample_value("process_resident_memory_bytes")
+    assert any(m.name == "python_info" for m in registry.collect())
+    assert any(m.name.startswith("python_gc_") for m in registry.collect())

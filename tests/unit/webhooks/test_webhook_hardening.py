@@ -10,13 +10,14 @@ from typing import Any
 
 import pydantic
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from starlette.testclient import TestClient
 from support.webhooks import NOW, OLD_SECRET, SECRET, MemoryPublisher, payload, signed_headers
 
 from events.model import MAX_VERSION
+from transport.publisher import PublishUnavailable
 from webhooks.app import create_app
 from webhooks.config import WebhookConfig
 from webhooks.payload import WebhookPayload
@@ -91,11 +92,13 @@ HOSTILE_TEXT = st.sampled_from(["", "\x00", "public\x00agents", "\u0430" * 3, "x
 @st.composite
 def bodies(draw: st.DrawFn) -> bytes:
     """A valid payload with fields changed, removed or added, or bytes that are no JSON."""
-    kind = draw(st.sampled_from(["valid", "mutated", "mutated", "raw"]))
+    kind = draw(st.sampled_from(["valid", "valid", "mutated", "mutated", "raw", "large"]))
     if kind == "raw":
         return draw(st.binary(max_size=200))
     data: dict[str, Any] = payload(draw(st.sampled_from(
         ["document.published", "document.updated", "document.deleted"])))
+    if kind == "large" and "content" in data["document"]:
+        data["document"]["content"] = "x" * (CONFIG.max_body_bytes + 1)
     if kind == "mutated":
         for _ in range(draw(st.integers(min_value=1, max_value=3))):
             where = draw(st.sampled_from(["top", "document", "metadata"]))
@@ -171,17 +174,22 @@ def _received() -> Any:
 
 @settings(max_examples=300, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(request=requests())
+@given(request=requests(), queue_down=st.sampled_from([False] * 3 + [True]))
 def test_fuzzed_requests_get_documented_codes_and_only_valid_signed_ones_publish(
     client: TestClient, publisher: MemoryPublisher, request: tuple[bytes, dict[str, str], bool],
+    queue_down: bool,
 ) -> None:
     body, headers, signed = request
     publisher.events.clear()
+    publisher.fail_with = PublishUnavailable("queue away") if queue_down else None
     response = client.post("/webhooks/cms", content=body, headers=headers)
+    event(f"status {response.status_code}")  # --hypothesis-show-statistics: every code is met
     assert response.status_code in DOCUMENTED, (response.status_code, response.text)
     assert isinstance(response.json()["error" if response.status_code != 202 else "status"], str)
-    should_publish = signed and len(body) <= CONFIG.max_body_bytes and is_valid(body)
+    acceptable = signed and len(body) <= CONFIG.max_body_bytes and is_valid(body)
+    should_publish = acceptable and not queue_down
     assert (response.status_code == 202) == should_publish, (response.status_code, response.text)
+    assert (response.status_code == 503) == (acceptable and queue_down), response.text
     assert len(publisher.events) == (1 if should_publish else 0)
     if should_publish:
         assert publisher.events[0].to_json_bytes() == WebhookPayload.model_validate_json(

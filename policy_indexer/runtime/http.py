@@ -1,10 +1,16 @@
-"""``/metrics`` and ``/healthz`` for every long-running process, served one way.
+"""``/metrics``, ``/healthz`` and ``/readyz`` for every long-running process, served one way.
 
-``/metrics`` is the process's one registry. ``/healthz`` answers what the
-process's ``health`` function says: 200 with ``{"status": "ok", ...}`` while it
-works, 503 otherwise (a worker backing off from a transient failure or away
-from Kafka says ``retrying``: restarting it would not help, so it is a
-readiness signal). Any other path is 404, so a probe of the wrong path fails.
+``/metrics`` is the process's one registry. Both probes answer the body of the
+process's ``health`` function (``{"status": ..., ...}``):
+
+- ``/readyz`` (readiness): 200 only while the status is ``ok``; 503 while a worker
+  backs off from a transient failure or is away from Kafka (``retrying``), while it
+  drains on SIGTERM (``stopping``), or while a part cannot go on;
+- ``/healthz`` (liveness): 200 while the process serves, 503 only when a part says
+  it ``failed`` (the folder watcher that cannot go on): a restart may help then,
+  never for ``retrying``, which a restart would not mend.
+
+Any other path is 404, so a probe of the wrong path fails.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from prometheus_client import (
 from consumers.retry import HealthState
 
 Health = Callable[[], dict[str, Any]]
+# The statuses for which liveness fails (the orchestrator restarts the process).
+LIVENESS_FAILURES = frozenset({"failed"})
 
 
 def process_registry() -> CollectorRegistry:
@@ -72,12 +80,16 @@ class MetricsServer:
                 path = self.path.split("?", 1)[0]
                 if path == "/metrics":
                     self._send(200, CONTENT_TYPE_LATEST, generate_latest(registry_))
-                elif path == "/healthz":
+                elif path in ("/healthz", "/readyz"):
                     body = health_()
-                    code = 200 if body.get("status") == "ok" else 503
+                    status = body.get("status")
+                    if path == "/readyz":  # readiness: working, its dependencies answer
+                        code = 200 if status == "ok" else 503
+                    else:  # liveness: only a part that cannot go on asks for a restart
+                        code = 503 if status in LIVENESS_FAILURES else 200
                     self._send(code, "application/json", json.dumps(body).encode())
                 else:
-                    self._send(404, "text/plain", b"not found: /metrics or /healthz\n")
+                    self._send(404, "text/plain", b"not found: /metrics, /healthz or /readyz\n")
 
             def _send(self, code: int, ctype: str, body: bytes) -> None:
                 self.send_response(code)

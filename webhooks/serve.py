@@ -56,7 +56,9 @@ class GuardedH11(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if len(self.connections) > self.limits.max_connections and not self._evict_one():
+        # A transport being closed (an eviction in flight) holds no slot any more.
+        held = sum(1 for c in self.connections if not c.transport.is_closing())
+        if held > self.limits.max_connections and not self._evict_one():
             transport.close()
             return
         self._await_headers()
@@ -117,7 +119,8 @@ class GuardedH11(H11Protocol):
     def _evict_one(self) -> bool:
         """Close the connection that has waited longest for headers; False if none waits."""
         waiting = [c for c in self.connections if isinstance(c, GuardedH11)
-                   and c is not self and c._waiting_headers_since is not None]
+                   and c is not self and c._waiting_headers_since is not None
+                   and not c.transport.is_closing()]
         if not waiting:
             return False
         oldest = min(waiting, key=lambda c: c._waiting_headers_since or 0.0)

@@ -23,6 +23,7 @@ import statistics
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import pytest
@@ -97,6 +98,16 @@ class Attacker:
                 s.close()
 
 
+def held(connections: set[Any]) -> int:
+    """Connections the server holds open (one being closed holds no slot), read from the
+    test's thread while the server's loop changes the set: retried when it changed."""
+    while True:
+        try:
+            return sum(1 for c in list(connections) if not c.transport.is_closing())
+        except RuntimeError:  # "Set changed size during iteration"
+            continue
+
+
 def test_valid_webhooks_are_served_while_slow_and_idle_clients_are_cut_off() -> None:
     publisher = MemoryPublisher()
     app = create_app(WebhookConfig(secrets=(SECRET,)), publisher, CollectorRegistry())
@@ -121,7 +132,7 @@ def test_valid_webhooks_are_served_while_slow_and_idle_clients_are_cut_off() -> 
             started = time.monotonic()
             n = 0
             while time.monotonic() - started < ATTACK_S:
-                held_at_most = max(held_at_most, len(connections))
+                held_at_most = max(held_at_most, held(connections))
                 data = payload(id=f"hostile/doc-{n}", version=n + 1)
                 body = encode(data)
                 sent = time.perf_counter()
@@ -150,7 +161,8 @@ def test_valid_webhooks_are_served_while_slow_and_idle_clients_are_cut_off() -> 
     assert set(statuses) == {202}, statuses
     assert len(publisher.events) == len(statuses)
     assert max(latencies) < CLIENT_TIMEOUT_S
-    assert held_at_most <= LIMITS.max_connections + 1  # the newcomer, until one is closed
+    # +1: read from another thread, the newcomer can be seen before the evicted one closes.
+    assert held_at_most <= LIMITS.max_connections + 1
     assert cut == {"slow-headers": SLOW_HEADERS, "slow-body": SLOW_BODIES, "idle": IDLE}, cut
     # Each kind was cut off by its deadline (plus one drip period), not at the end of the run.
     assert latest["slow-headers"] <= LIMITS.header_timeout_s + 1.0, latest

@@ -18,6 +18,12 @@ from policy_indexer import __version__
 from policy_indexer.commands import COMMANDS
 
 
+class SettingsError(click.ClickException):
+    """Bad configuration: one line per problem, exit 2 (as a usage error), no traceback."""
+
+    exit_code = 2
+
+
 class LazyGroup(click.Group):
     """A group whose sub-commands are imported on first use."""
 
@@ -45,15 +51,21 @@ class LazyGroup(click.Group):
 def main(ctx: click.Context) -> None:
     """Keep a RAG index of a changing policy library correct and current."""
     # Imported here: `--help` and `--version` need neither pydantic nor structlog.
+    import os  # noqa: PLC0415
+
     from pydantic import ValidationError  # noqa: PLC0415
 
     from policy_indexer.logs import configure_logging  # noqa: PLC0415
-    from policy_indexer.settings import Settings  # noqa: PLC0415
+    from policy_indexer.settings import Settings, unknown_settings  # noqa: PLC0415
 
+    # Said, not refused: a variable of a newer version (or of a deployment template
+    # ahead of this one) must not stop the process, but a typo must not pass unseen.
+    for problem in unknown_settings(os.environ):
+        click.echo(f"warning: {problem}; ignored", err=True)
     try:
         settings = Settings()
     except ValidationError as exc:
-        raise click.ClickException(settings_error(exc)) from exc
+        raise SettingsError(settings_error(exc)) from exc
     configure_logging(settings.log_level, settings.log_format)
     ctx.obj = settings
 

@@ -8,6 +8,7 @@ Core packages never read settings; the command line passes values down.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -34,7 +35,9 @@ class Settings(BaseSettings):
         env_prefix="POLICY_INDEXER_",
         env_file=".env",
         env_file_encoding="utf-8",
-        extra="forbid",
+        # Keys of other tools in a shared .env are not ours and must not crash every
+        # command; our own prefix with an unknown name is refused by ``unknown_settings``.
+        extra="ignore",
         frozen=True,
     )
 
@@ -392,3 +395,30 @@ class Settings(BaseSettings):
     def commit_policy(self) -> CommitPolicy:
         """When a worker commits what it has processed (Kafka and embedded alike)."""
         return CommitPolicy(self.commit_every_records, self.commit_every_seconds)
+
+
+PREFIX = "POLICY_INDEXER_"
+
+
+def unknown_settings(environ: Mapping[str, str], dotenv: Path | None = Path(".env")) -> list[str]:
+    """``POLICY_INDEXER_*`` names, in the environment or the ``.env`` file, that are no setting.
+
+    Each with the closest known name, so a typo is an error that says what was meant
+    instead of a setting silently left at its default.
+    """
+    from difflib import get_close_matches  # noqa: PLC0415
+
+    from dotenv import dotenv_values  # noqa: PLC0415 - pydantic-settings' own .env reader
+
+    known = {PREFIX + name.upper() for name in Settings.model_fields}
+    names = {k for k in environ if k.startswith(PREFIX)}
+    if dotenv is not None and dotenv.is_file():
+        names |= {k for k in dotenv_values(dotenv) if k.upper().startswith(PREFIX)}
+    # deploy/local/services' own variables share the prefix
+    names = {n for n in names if not n.upper().startswith(PREFIX + "LOCAL_")}
+    problems = []
+    for name in sorted(n for n in names if n.upper() not in known):
+        close = get_close_matches(name.upper(), known, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        problems.append(f"{name}: not a setting{hint}")
+    return problems

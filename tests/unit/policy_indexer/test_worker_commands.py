@@ -41,7 +41,7 @@ def test_run_in_embedded_mode_names_what_keeps_it_from_starting_and_gives_signal
 def test_a_bad_pipeline_setting_names_the_key_and_value(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("POLICY_INDEXER_PIPELINE", "kafak")
     result = CliRunner().invoke(main, ["run"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a usage error, as click's own
     # one line naming the variable and the value, not a pydantic traceback
     assert "POLICY_INDEXER_PIPELINE='kafak'" in result.output, result.output
     assert "Traceback" not in result.output
@@ -68,3 +68,14 @@ def test_replay_of_a_bad_change_log_names_the_line_and_what_was_published(
     assert result.exit_code == 1
     assert "bad.jsonl:2" in result.output
     assert "1 changes were published before it" in result.output
+
+
+def test_keys_of_other_tools_in_dotenv_do_not_crash_and_a_typo_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text("NODE_ENV=production\nPOLICY_INDEXER_LOG_LEVL=DEBUG\n")
+    result = CliRunner().invoke(main, ["config"])
+    assert result.exit_code == 0, result.output
+    assert "POLICY_INDEXER_LOG_LEVL: not a setting (did you mean POLICY_INDEXER_LOG_LEVEL?)" \
+        in result.output

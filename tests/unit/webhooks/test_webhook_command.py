@@ -34,7 +34,7 @@ def test_more_than_two_secrets_are_refused_by_the_settings(
 ) -> None:
     monkeypatch.setenv("POLICY_INDEXER_WEBHOOK_SECRETS", '["a"' + ', "a"' * 2 + "]")
     result = CliRunner().invoke(main, ["webhook"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "POLICY_INDEXER_WEBHOOK_SECRETS=***" in result.output, result.output
     assert "at most 2" in result.output
 

@@ -21,15 +21,14 @@ from dataclasses import dataclass
 
 import anyio
 import structlog
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from transport.publisher import EventPublisher, PublishError
 from webhooks.adapters.base import Accepted, Adapter, AdapterError, WebhookRequest
-from webhooks.body import BadContentLength, BodyTooLarge, read_limited
 from webhooks.config import MAX_BODY_BYTES
 from webhooks.metrics import WebhookMetrics
-from webhooks.receiver import refuse, unread
+from webhooks.receiver import read_body, refuse, unread
 
 log = structlog.get_logger(__name__)
 
@@ -58,14 +57,9 @@ class AdapterEndpoint:
                 request, 415, "unsupported_media_type",
                 f"Content-Type={content_type!r}; send {wanted} (UTF-8)",
                 adapter=self.adapter.name))
-        try:
-            body = await read_limited(request, self._limits.max_body_bytes)
-        except BodyTooLarge as exc:
-            return await unread(request, refuse(request, 413, "payload_too_large", str(exc)))
-        except BadContentLength as exc:
-            return await unread(request, refuse(request, 400, "bad_request", str(exc)))
-        except ClientDisconnect:
-            return refuse(request, 400, "client_disconnected", "the client left mid-body")
+        body = await read_body(request, self._limits.max_body_bytes)
+        if isinstance(body, JSONResponse):
+            return body
         self._metrics.payload_bytes.observe(len(body))
         incoming = WebhookRequest({k.lower(): v for k, v in request.headers.items()}, body,
                                   self._clock())

@@ -143,6 +143,14 @@ def header(request: WebhookRequest, name: str) -> str | None:
     return value if value is None or value.strip() else None
 
 
+def required_header(request: WebhookRequest, name: str) -> str:
+    """The header's value; 401 ``missing`` when it is absent or blank."""
+    value = header(request, name)
+    if value is None:
+        raise Unauthorized(f"no {name} header", reason="missing")
+    return value
+
+
 def parse_json(model: type[M], body: bytes) -> M:
     """``body`` as ``model``: 400 when it is not a JSON object, 422 with the fields otherwise.
 

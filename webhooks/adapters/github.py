@@ -32,6 +32,7 @@ from webhooks.adapters.base import (
     header,
     matches_any,
     parse_json,
+    required_header,
 )
 from webhooks.adapters.git_push import GitPushTarget
 
@@ -70,9 +71,7 @@ class GitHubPushAdapter:
         self._target = target
 
     def authenticate(self, request: WebhookRequest) -> None:
-        value = header(request, SIGNATURE_HEADER)
-        if value is None:
-            raise Unauthorized(f"no {SIGNATURE_HEADER} header", reason="missing")
+        value = required_header(request, SIGNATURE_HEADER)
         found = _SIGNATURE.match(value.strip())
         if found is None:
             raise Unauthorized(f"{SIGNATURE_HEADER} is not sha256=<64 lowercase hex>",

@@ -30,6 +30,7 @@ from webhooks.adapters.base import (
     header,
     matches_any,
     parse_json,
+    required_header,
 )
 from webhooks.adapters.git_push import GitPushTarget
 
@@ -61,9 +62,7 @@ class GitLabPushAdapter:
         self._target = target
 
     def authenticate(self, request: WebhookRequest) -> None:
-        token = header(request, TOKEN_HEADER)
-        if token is None:
-            raise Unauthorized(f"no {TOKEN_HEADER} header", reason="missing")
+        token = required_header(request, TOKEN_HEADER)
         if not matches_any([token.encode("utf-8")], self._tokens):
             raise Unauthorized(f"{TOKEN_HEADER} matches no configured token", reason="mismatch")
 

@@ -53,6 +53,7 @@ from webhooks.adapters.base import (
     check_secrets,
     header,
     matches_any,
+    required_header,
 )
 from webhooks.adapters.cms_common import (
     DeliveryApi,
@@ -97,9 +98,7 @@ class SanityAdapter:
         self._tolerance = tolerance_seconds
 
     def authenticate(self, request: WebhookRequest) -> None:
-        value = header(request, SIGNATURE_HEADER)
-        if value is None:
-            raise Unauthorized(f"no {SIGNATURE_HEADER} header", reason="missing")
+        value = required_header(request, SIGNATURE_HEADER)
         found = _SIGNATURE.match(value.strip())
         if found is None:
             raise Unauthorized(f"{SIGNATURE_HEADER} is not t=<ms>,v1=<base64url>",

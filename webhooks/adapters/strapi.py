@@ -45,8 +45,8 @@ from webhooks.adapters.base import (
     Unauthorized,
     WebhookRequest,
     check_secrets,
-    header,
     matches_any,
+    required_header,
 )
 from webhooks.adapters.cms_common import (
     DeliveryApi,
@@ -82,9 +82,7 @@ class StrapiAdapter:
                                  "start with '/' (e.g. /api/policies)")
 
     def authenticate(self, request: WebhookRequest) -> None:
-        value = header(request, AUTH_HEADER)
-        if value is None:
-            raise Unauthorized(f"no {AUTH_HEADER} header", reason="missing")
+        value = required_header(request, AUTH_HEADER)
         if not value.startswith("Bearer ") or not value[7:].strip():
             raise Unauthorized(f"{AUTH_HEADER} is not 'Bearer <token>'", reason="malformed")
         if not matches_any([value.strip().encode()], self._expected):

@@ -79,7 +79,8 @@ class SearchParts:
 
 
 def search_service(settings: Settings, backends: Backends,
-                   registry: CollectorRegistry | None = None) -> SearchParts:
+                   registry: CollectorRegistry | None = None, *,
+                   freshness: bool = True) -> SearchParts:
     """The service over the mode's index, its queries encoded through the cache.
 
     With a source configured, every passage says whether its document is behind
@@ -95,7 +96,7 @@ def search_service(settings: Settings, backends: Backends,
         metrics = EmbeddingMetrics.create(registry) if registry is not None else None
         cached = CachedEncoder(inner, cache, metrics)
     fresh: PassageFreshness | None = None
-    if settings.source_kind is not None:
+    if freshness and settings.source_kind is not None:
         source = open_configured_source(settings)
         closers.append(source.close)
         fresh = PassageFreshness(source, backends.store)
@@ -177,13 +178,13 @@ def search_app(settings: Settings, service: SearchService,
 
 
 @contextmanager
-def searching(settings: Settings,
-              registry: CollectorRegistry | None = None) -> Iterator[tuple[Backends, SearchParts]]:
+def searching(settings: Settings, registry: CollectorRegistry | None = None, *,
+              freshness: bool = True) -> Iterator[tuple[Backends, SearchParts]]:
     """The mode's backends and the search service over them, closed on exit."""
     backends = open_backends(settings)
     with Supervisor() as parts:
         parts.add_stop("backends", backends.close)
-        search = search_service(settings, backends, registry)
+        search = search_service(settings, backends, registry, freshness=freshness)
         parts.add_stop("search", search.close)
         yield backends, search
 
@@ -235,7 +236,8 @@ def embed(settings: Settings, *, once: bool) -> int:
     from embeddings.backfill import reembed  # noqa: PLC0415
 
     registry = process_registry()
-    with searching(settings, registry) as (backends, search):
+    # no passage is returned here: listing the source for freshness would be wasted
+    with searching(settings, registry, freshness=False) as (backends, search):
         if search.encoder is None:
             raise SearchNotConfigured("POLICY_INDEXER_SEARCH_ENCODER=none: nothing to embed")
         if once:

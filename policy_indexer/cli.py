@@ -62,8 +62,11 @@ def main(ctx: click.Context) -> None:
     # ahead of this one) must not stop the process, but a typo must not pass unseen.
     for problem in unknown_settings(os.environ):
         click.echo(f"warning: {problem}; ignored", err=True)
+    # A directory of secret files (a mounted Kubernetes Secret) is a source of the
+    # settings, so it is read before them, from the environment only.
+    secrets_dir = os.environ.get("POLICY_INDEXER_SECRETS_DIR") or None
     try:
-        settings = Settings()
+        settings = Settings(_secrets_dir=secrets_dir)
     except ValidationError as exc:
         raise SettingsError(settings_error(exc)) from exc
     configure_logging(settings.log_level, settings.log_format)
@@ -75,8 +78,12 @@ def settings_error(exc: Any) -> str:
     lines = []
     for error in exc.errors():
         name = "_".join(str(part) for part in error["loc"]).upper()
-        value = error.get("input")
-        shown = "***" if "SECRET" in name or "KEY" in name or "AUTH" in name else repr(value)
         message = str(error["msg"]).removeprefix("Value error, ")
+        if not name:  # a rule between settings: its message names them
+            lines.append(message)
+            continue
+        value = error.get("input")
+        secret = any(word in name for word in ("SECRET", "KEY", "AUTH", "PASSWORD", "TOKEN"))
+        shown = "***" if secret else repr(value)
         lines.append(f"POLICY_INDEXER_{name}={shown}: {message}")
     return "invalid settings:\n  " + "\n  ".join(lines)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.triggers.cron import CronTrigger
-from pydantic import Field, SecretStr, ValidationInfo, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from consumers.commit_policy import CommitPolicy
@@ -50,11 +51,136 @@ class Settings(BaseSettings):
     kafka_group_id: str = Field("policy-indexer", min_length=1)
 
     # Store -------------------------------------------------------------
-    elasticsearch_url: str = Field("http://127.0.0.1:9200")
+    elasticsearch_url: str = Field(
+        "http://127.0.0.1:9200", description="One node; elasticsearch_urls, when set, wins."
+    )
     elasticsearch_api_key: SecretStr | None = None
     index_prefix: str = Field(
         "policy", pattern=r"^[a-z0-9][a-z0-9_-]*$", description="Prefix of every index and alias."
     )
+
+    # Production connections (issue 14) ---------------------------------
+    # Kafka: every producer, consumer and admin client the project creates uses these.
+    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        "PLAINTEXT", description="PLAINTEXT locally; SASL_SSL (or SSL) on a managed cluster."
+    )
+    kafka_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
+        None, description="Required with SASL_*: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512."
+    )
+    kafka_sasl_username: str | None = None
+    kafka_sasl_password: SecretStr | None = None
+    kafka_sasl_password_file: Path | None = Field(
+        None, description="The SASL password in a file (a mounted secret)."
+    )
+    kafka_ca_file: Path | None = Field(
+        None, description="PEM CA bundle the brokers' certificates are checked against "
+        "(default: the system's)."
+    )
+    kafka_cert_file: Path | None = Field(None, description="PEM client certificate (mTLS).")
+    kafka_key_file: Path | None = Field(None, description="PEM private key of kafka_cert_file.")
+    kafka_key_password: SecretStr | None = None
+    kafka_key_password_file: Path | None = None
+    kafka_ssl_check_hostname: bool = Field(
+        True, description="Check that a broker's certificate names the host connected to."
+    )
+    kafka_replication_factor: int = Field(
+        1, ge=1, le=32, description="Replicas of the topics `topics create` makes: 1 suits one "
+        "local broker; 3 on a cluster."
+    )
+    kafka_min_insync_replicas: int = Field(
+        1, ge=1, le=32, description="min.insync.replicas of the topics: 1 locally; 2 on a "
+        "cluster with replication factor 3 (acks=all then survives one broker down)."
+    )
+    # Elasticsearch: one node (elasticsearch_url) or several, basic auth or an API key
+    # as secrets (never inside a URL), a CA file or the CA's fingerprint.
+    elasticsearch_urls: str | None = Field(
+        None, description="Comma-separated node URLs (https://es-1:9200,https://es-2:9200); "
+        "wins over elasticsearch_url."
+    )
+    elasticsearch_username: str | None = None
+    elasticsearch_password: SecretStr | None = None
+    elasticsearch_password_file: Path | None = Field(
+        None, description="The password in a file (a mounted secret)."
+    )
+    elasticsearch_api_key_file: Path | None = Field(
+        None, description="The API key (the encoded form) in a file (a mounted secret)."
+    )
+    elasticsearch_ca_file: Path | None = Field(
+        None, description="PEM CA bundle the nodes' certificates are checked against."
+    )
+    elasticsearch_ca_fingerprint: str | None = Field(
+        None, pattern=r"^([0-9A-Fa-f]{2}:?){31}[0-9A-Fa-f]{2}$",
+        description="SHA-256 fingerprint of the cluster's CA (what Elasticsearch prints at "
+        "first start), instead of a CA file.",
+    )
+    elasticsearch_verify_certs: bool = Field(
+        True, description="Check the nodes' certificates; off only for a throwaway cluster."
+    )
+    index_shards: int = Field(1, ge=1, le=1024, description="Primary shards of a new index.")
+    index_replicas: int = Field(
+        0, ge=0, le=32, description="Replicas of a new index: 0 suits one node; 1 or more on a "
+        "cluster."
+    )
+    secrets_dir: Path | None = Field(
+        None, description="A directory of secret files, one per setting, each named as its "
+        "variable (POLICY_INDEXER_ELASTICSEARCH_PASSWORD), as Kubernetes mounts a Secret. "
+        "Read from the environment only.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _secret_files(cls, data: Any) -> Any:
+        """``X_FILE`` settings: the secret X read from that file (a mounted secret)."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for name in SECRET_FILE_SETTINGS:
+            path = data.get(f"{name}_file")
+            if not path:
+                continue
+            if data.get(name):
+                raise ValueError(f"set {name} or {name}_file, not both")
+            data[name] = read_secret_file(Path(path), f"{name}_file")
+        return data
+
+    @model_validator(mode="after")
+    def _connection_rules(self) -> Settings:
+        sasl = self.kafka_security_protocol.startswith("SASL_")
+        if sasl and not (self.kafka_sasl_mechanism and self.kafka_sasl_username
+                         and self.kafka_sasl_password):
+            raise ValueError(
+                f"kafka_security_protocol {self.kafka_security_protocol} needs "
+                "kafka_sasl_mechanism, kafka_sasl_username and kafka_sasl_password(_file)"
+            )
+        if (self.kafka_cert_file is None) != (self.kafka_key_file is None):
+            raise ValueError("kafka_cert_file and kafka_key_file go together")
+        if self.elasticsearch_api_key and (self.elasticsearch_username
+                                           or self.elasticsearch_password):
+            raise ValueError("set elasticsearch_api_key or elasticsearch_username/password, "
+                             "not both")
+        if (self.elasticsearch_username is None) != (self.elasticsearch_password is None):
+            raise ValueError("elasticsearch_username and elasticsearch_password go together")
+        if self.elasticsearch_ca_file and self.elasticsearch_ca_fingerprint:
+            raise ValueError("set elasticsearch_ca_file or elasticsearch_ca_fingerprint, "
+                             "not both")
+        if self.kafka_min_insync_replicas > self.kafka_replication_factor:
+            raise ValueError(
+                f"kafka_min_insync_replicas {self.kafka_min_insync_replicas} is above "
+                f"kafka_replication_factor {self.kafka_replication_factor}: no write would "
+                "ever be acknowledged"
+            )
+        for url in self.elasticsearch_nodes():
+            parsed = urlsplit(url)
+            if parsed.scheme not in ("http", "https") or not parsed.hostname:
+                raise ValueError(f"elasticsearch node {mask_url(url)!r} is not an "
+                                 "http(s)://host[:port] URL")
+        return self
+
+    def elasticsearch_nodes(self) -> list[str]:
+        """The node URLs: ``elasticsearch_urls`` split, else ``elasticsearch_url``."""
+        if self.elasticsearch_urls:
+            return [u.strip() for u in self.elasticsearch_urls.split(",") if u.strip()]
+        return [self.elasticsearch_url]
 
     # Observability -----------------------------------------------------
     metrics_host: str = "127.0.0.1"
@@ -398,6 +524,41 @@ class Settings(BaseSettings):
 
 
 PREFIX = "POLICY_INDEXER_"
+
+# Secrets that can also come from a file named by ``<setting>_file``.
+SECRET_FILE_SETTINGS = (
+    "kafka_sasl_password", "kafka_key_password", "elasticsearch_password",
+    "elasticsearch_api_key",
+)
+# A secret file is some bytes; a bigger one is the wrong file (a whole bundle).
+MAX_SECRET_FILE_BYTES = 64 * 1024
+
+
+def read_secret_file(path: Path, setting: str) -> str:
+    """The secret in ``path``, without the trailing newline editors and ``echo`` add."""
+    try:
+        if path.stat().st_size > MAX_SECRET_FILE_BYTES:
+            raise ValueError(f"{setting} {str(path)!r} is larger than {MAX_SECRET_FILE_BYTES} "
+                             "bytes: not a secret file")
+        value = path.read_text(encoding="utf-8").rstrip("\r\n")
+    except OSError as exc:
+        raise ValueError(f"{setting} {str(path)!r} cannot be read: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{setting} {str(path)!r} is not UTF-8 text") from exc
+    if not value:
+        raise ValueError(f"{setting} {str(path)!r} is empty")
+    return value
+
+
+def mask_url(url: str) -> str:
+    """``url`` with any user and password inside it replaced by ``***``."""
+    parsed = urlsplit(url)
+    if parsed.username is None and parsed.password is None:
+        return url
+    host = parsed.hostname or ""
+    if parsed.port is not None:
+        host = f"{host}:{parsed.port}"
+    return parsed._replace(netloc=f"***@{host}").geturl()
 
 
 def unknown_settings(environ: Mapping[str, str], dotenv: Path | None = Path(".env")) -> list[str]:

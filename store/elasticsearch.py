@@ -59,8 +59,10 @@ class ElasticsearchStore:
         bulk_max_bytes: int = BULK_MAX_BYTES,
         scan_page_size: int = PAGE,
         vector_dims: int = es_mappings.DEFAULT_VECTOR_DIMS,
+        layout: es_mappings.IndexLayout = es_mappings.ONE_NODE,
     ) -> None:
         self.client = client
+        self.layout = layout
         self.chunk_properties = es_mappings.chunk_properties(vector_dims)
         self.names = IndexNames(prefix)
         self.bulk_max_actions = bulk_max_actions
@@ -70,16 +72,42 @@ class ElasticsearchStore:
 
     @classmethod
     def connect(
-        cls, url: str, prefix: str, *, api_key: str | None = None, timeout_s: float = 10.0
+        cls,
+        urls: str | Sequence[str],
+        prefix: str,
+        *,
+        api_key: str | None = None,
+        basic_auth: tuple[str, str] | None = None,
+        ca_file: str | None = None,
+        ca_fingerprint: str | None = None,
+        verify_certs: bool = True,
+        timeout_s: float = 10.0,
+        layout: es_mappings.IndexLayout = es_mappings.ONE_NODE,
     ) -> ElasticsearchStore:
+        """A store on one node or several (the client spreads requests over them).
+
+        Credentials are an API key or a user and password, never inside a URL;
+        ``ca_file`` or ``ca_fingerprint`` (the cluster CA's SHA-256) checks TLS.
+        """
+        nodes = [urls] if isinstance(urls, str) else list(urls)
+        tls: dict[str, Any] = {}
+        if ca_file is not None:
+            tls["ca_certs"] = ca_file
+        if ca_fingerprint is not None:
+            tls["ssl_assert_fingerprint"] = ca_fingerprint
+        if not verify_certs:
+            tls["verify_certs"] = False
+            tls["ssl_show_warn"] = False
         client = Elasticsearch(
-            url,
+            nodes,
             api_key=api_key,
+            basic_auth=basic_auth,
             request_timeout=timeout_s,
             max_retries=0,  # the worker retries, with backoff, in one place
             retry_on_timeout=False,
+            **tls,
         )
-        return cls(client, prefix)
+        return cls(client, prefix, layout=layout)
 
     # -- set-up ------------------------------------------------------------
     def ensure_ready(self) -> None:
@@ -87,7 +115,7 @@ class ElasticsearchStore:
             (self.names.chunks, self.chunk_properties),
             (self.names.states, es_mappings.STATE_PROPERTIES),
         ):
-            body = es_mappings.template_body(f"{alias}-*", props)
+            body = es_mappings.template_body(f"{alias}-*", props, self.layout)
             translate(
                 f"put index template {alias!r}",
                 self.client.indices.put_index_template,

@@ -9,6 +9,7 @@ no language analyzers, so text fields use ``standard``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 KEYWORD: dict[str, Any] = {"type": "keyword"}
@@ -95,13 +96,40 @@ STATE_PROPERTIES: dict[str, Any] = {
 }
 
 
-def template_body(pattern: str, properties: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class IndexLayout:
+    """Shards and replicas of every index the store creates.
+
+    One shard and no replica suit one node (a replica could never be placed and
+    the index would stay yellow); on a cluster, one replica or more. A change
+    applies to the next index the template makes, not to existing ones.
+    """
+
+    shards: int = 1
+    replicas: int = 0
+
+    def __post_init__(self) -> None:
+        if self.shards < 1:
+            raise ValueError(f"shards must be at least 1, got {self.shards!r}")
+        if self.replicas < 0:
+            raise ValueError(f"replicas must be 0 or more, got {self.replicas!r}")
+
+
+def template_body(
+    pattern: str, properties: dict[str, Any], layout: IndexLayout | None = None
+) -> dict[str, Any]:
+    layout = layout or ONE_NODE
     return {
         "index_patterns": [pattern],
         "priority": 200,
         "template": {
-            "settings": {"number_of_shards": 1, "number_of_replicas": 0},
+            "settings": {"number_of_shards": layout.shards,
+                         "number_of_replicas": layout.replicas},
             "mappings": {"dynamic": False, "properties": properties},
         },
         "_meta": {"owner": "policy-indexer", "description": "managed by store/es_mappings.py"},
     }
+
+
+# One shard, no replica: one node (the local services, the tests).
+ONE_NODE = IndexLayout()

@@ -30,7 +30,7 @@ from consumers.worker import Worker
 from indexing.core import Indexer
 from metrics.definitions import WorkerMetrics
 from policy_indexer.runtime.parts import ThreadPart
-from policy_indexer.settings import Settings
+from policy_indexer.settings import Settings, mask_url
 from reindex.backends_sqlite import SchedulerDatabase
 from reindex.errors import LeaseError
 from reindex.lease import LeaseBackend
@@ -38,6 +38,7 @@ from reindex.runs import RunLog
 from store.base import Store
 from store.elasticsearch import ElasticsearchStore
 from store.errors import StoreError
+from store.es_mappings import IndexLayout
 from store.sqlite import SQLiteStore
 from transport.consumer import EventConsumer
 from transport.local_clients import LocalQueueConsumer, LocalQueuePublisher
@@ -154,12 +155,21 @@ def open_store(settings: Settings) -> Store:
 
 
 def open_elasticsearch(settings: Settings) -> ElasticsearchStore:
+    """The store on the configured nodes, with its credentials and CA (issue 14)."""
     key = settings.elasticsearch_api_key
+    password = settings.elasticsearch_password
+    user = settings.elasticsearch_username
+    ca = settings.elasticsearch_ca_file
     store = ElasticsearchStore.connect(
-        settings.elasticsearch_url,
+        settings.elasticsearch_nodes(),
         settings.index_prefix,
         api_key=key.get_secret_value() if key else None,
+        basic_auth=(user, password.get_secret_value()) if user and password else None,
+        ca_file=str(ca) if ca else None,
+        ca_fingerprint=settings.elasticsearch_ca_fingerprint,
+        verify_certs=settings.elasticsearch_verify_certs,
         timeout_s=settings.elasticsearch_timeout_seconds,
+        layout=IndexLayout(settings.index_shards, settings.index_replicas),
     )
     store.bulk_max_actions = settings.bulk_max_actions
     store.bulk_max_bytes = settings.bulk_max_bytes
@@ -340,7 +350,8 @@ class KafkaBackends:
         return self.es
 
     def where(self) -> str:
-        return f"{self.settings.elasticsearch_url} {self.es.names.chunks}"
+        nodes = ",".join(map(mask_url, self.settings.elasticsearch_nodes()))
+        return f"{nodes} {self.es.names.chunks}"
 
     def job_backends(self) -> JobBackends:
         # Imported here: only Kafka mode needs the Elasticsearch run log.

@@ -36,6 +36,9 @@ MAX_CONTENT_BYTES = 8 * 1024 * 1024  # below the 11 MiB Kafka record, with room 
 MAX_LABELS = 64  # access labels, keywords or scope values of one document
 MAX_LABEL_CHARS = 256  # one label, keyword or scope value
 MAX_TEXT_CHARS = 2048  # the title and the source path
+# The name of the source a document belongs to (``folder``, ``cms``, ``changelog``, ``git``,
+# a webhook adapter's name such as ``contentful``): short, lower case, a metric-label-safe word.
+SOURCE_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
 
 
 def check_label(value: str) -> str:
@@ -90,6 +93,15 @@ Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_check_te
 Version = Annotated[
     int, Field(ge=1, le=MAX_VERSION, description="Grows per document at the source.")
 ]
+SourceName = Annotated[
+    str,
+    Field(
+        pattern=SOURCE_NAME_PATTERN,
+        description="The source that owns the document (docs/hardening.md, one owner per "
+        "document). Absent: an unowned event (from before owners), applied without the owner "
+        "check and leaving the document's owner as it is.",
+    ),
+]
 DocumentId = Annotated[
     str, Field(pattern=_DOCUMENT_ID.pattern), AfterValidator(_check_document_id)
 ]
@@ -143,6 +155,7 @@ class ChangeEvent(BaseModel):
     content_type: ContentType | None = None
     content: Annotated[str, AfterValidator(_check_content)] | None = None
     metadata: EventMetadata = Field(default_factory=EventMetadata)
+    source: SourceName | None = None
 
     @model_validator(mode="after")
     def _content_matches_action(self) -> Self:

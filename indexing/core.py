@@ -32,7 +32,14 @@ from events.model import Action, ChangeEvent
 from indexing.errors import PoisonEvent
 from indexing.limits import check_chunks
 from indexing.model import Applied, ChunkFunction, Outcome, Result
-from indexing.rules import DeleteTarget, delete_target, guard, state_after, take_back
+from indexing.rules import (
+    DeleteTarget,
+    delete_target,
+    guard,
+    owner_refusal,
+    state_after,
+    take_back,
+)
 from indexing.writer import ChunkWriter
 from store.base import Store
 from store.batch import get_states, put_states
@@ -152,6 +159,10 @@ class Indexer:
         """The one version of a document this batch writes; the others' results set."""
         applicable = []
         for i in indices:
+            refused = owner_refusal(events[i], state)
+            if refused is not None:
+                results[i] = refused
+                continue
             skipped = guard(events[i].version, state)
             if skipped is None:
                 applicable.append(i)

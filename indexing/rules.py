@@ -1,5 +1,8 @@
 """The rules every apply follows, each written once: guard, state transition, take-back.
 
+- ``owner_refusal``: one owner per document. An event from a source other than the
+  one the document's state names is refused (poison ``owner``), before the version
+  guard, so a conflicting event is refused whatever its version.
 - ``guard``: the index never goes back in time. A version below the indexed one
   is stale, the indexed one is a redelivery; only a newer one is applied.
 - ``state_after``: the document's state once a change is applied. The previous
@@ -20,11 +23,32 @@ from datetime import UTC, datetime
 
 from chunker.model import Chunk
 from events.model import Action, ChangeEvent
+from indexing.errors import PoisonEvent
 from indexing.model import Outcome
 from store.model import DocumentState
 
 # (version below which chunks go, chunk ids known to be older): the delete step's input.
 DeleteTarget = tuple[int, tuple[str, ...]]
+
+
+def owner_refusal(event: ChangeEvent, state: DocumentState | None) -> PoisonEvent | None:
+    """``PoisonEvent("owner")`` when ``state`` belongs to another source than ``event``.
+
+    An event without a source (queued before owners existed) and a state without an
+    owner (written before, or a tombstone) are not checked: nothing says who they
+    belong to, and refusing them would dead-letter a whole queue after an upgrade.
+    """
+    if state is None or state.owner is None or event.source is None:
+        return None
+    if state.owner == event.source:
+        return None
+    return PoisonEvent(
+        "owner",
+        f"document {event.document_id!r} belongs to source {state.owner!r}; this "
+        f"{event.action.value} (version {event.version}) comes from source "
+        f"{event.source!r}. Delete it at {state.owner!r} first to move it "
+        "(docs/hardening.md, one owner per document)",
+    )
 
 
 def guard(version: int, state: DocumentState | None) -> Outcome | None:
@@ -58,6 +82,9 @@ def state_after(
         superseded = previous.superseded_chunk_ids
     else:
         superseded = previous.chunk_ids
+    kept = previous.owner if previous is not None else None
+    # A tombstone frees the id: another source may take it over, with a newer version.
+    owner = None if deleted else event.source or kept
     return DocumentState(
         document_id=event.document_id,
         version=event.version,
@@ -67,6 +94,7 @@ def state_after(
         content_hash=None if deleted else content_hash(event),
         deleted=deleted,
         superseded_chunk_ids=superseded,
+        owner=owner,
     )
 
 

@@ -328,6 +328,7 @@ def _state_to_source(state: DocumentState) -> dict[str, Any]:
         "content_hash": state.content_hash,
         "deleted": state.deleted,
         "tombstone_version": state.tombstone_version,
+        "owner": state.owner,
     }
 
 
@@ -345,4 +346,5 @@ def _state_from_source(src: dict[str, Any]) -> DocumentState:
         content_hash=src.get("content_hash"),
         deleted=bool(src.get("deleted")),
         superseded_chunk_ids=tuple(src.get("superseded_chunk_ids") or ()),
+        owner=src.get("owner"),
     )

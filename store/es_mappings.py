@@ -93,6 +93,8 @@ STATE_PROPERTIES: dict[str, Any] = {
     "content_hash": KEYWORD,
     "deleted": {"type": "boolean"},
     "tombstone_version": {"type": "long"},
+    # The source that owns the document (one owner per document); absent: unowned.
+    "owner": KEYWORD,
 }
 
 

@@ -27,6 +27,7 @@ from store.search import SearchHit, SearchQueryError, fts5_match
 from store.search_index import check_labels
 from store.sqlite_rows import search_rows
 from store.sqlite_schema import (
+    ADD_OWNER,
     GET_STATE,
     LIST_STATES,
     PUT_STATE,
@@ -93,6 +94,7 @@ class SQLiteStore:
     def ensure_ready(self) -> None:
         with self._lock:
             try:
+                self._add_owner_column()
                 self._conn.executescript(SCHEMA)
                 self._conn.executescript(SEARCH_SCHEMA)
                 self._conn.execute(
@@ -113,6 +115,17 @@ class SQLiteStore:
             )
         if int(row[0]) < SCHEMA_VERSION:
             self._add_search_rows()
+
+    def _add_owner_column(self) -> None:
+        """A file made before schema 3: its ``document_states`` gain ``owner`` (NULL: unowned).
+
+        Idempotent and before ``SCHEMA``, so an existing table is altered in place (its
+        ``CREATE TABLE IF NOT EXISTS`` would leave it as it is); the caller holds the lock.
+        """
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(document_states)")}
+        if columns and "owner" not in columns:
+            with sqlitedb.immediate(self._conn):
+                self._conn.execute(ADD_OWNER)
 
     def _add_search_rows(self) -> None:
         """A store made before the search side: give each chunk its search rows, once."""
@@ -292,6 +305,7 @@ def _state_args(state: DocumentState) -> tuple[Any, ...]:
         state.document_id, state.version, state.changed_at.isoformat(),
         state.indexed_at.isoformat(), json.dumps(list(state.chunk_ids)),
         json.dumps(list(state.superseded_chunk_ids)), state.content_hash, int(state.deleted),
+        state.owner,
     )
 
 
@@ -301,7 +315,7 @@ def _ref_from_row(row: tuple[str, str, int, str]) -> ChunkRef:
 
 
 def _state_from_row(row: tuple[Any, ...]) -> DocumentState:
-    doc, version, changed_at, indexed_at, chunk_ids, superseded, digest, deleted = row
+    doc, version, changed_at, indexed_at, chunk_ids, superseded, digest, deleted, owner = row
     return DocumentState(
         document_id=doc,
         version=int(version),
@@ -311,4 +325,5 @@ def _state_from_row(row: tuple[Any, ...]) -> DocumentState:
         content_hash=digest,
         deleted=bool(deleted),
         superseded_chunk_ids=tuple(json.loads(superseded)),
+        owner=owner,
     )

@@ -13,7 +13,9 @@ from collections.abc import Iterable
 
 # 2: the search side (chunk_filters, chunk_terms, chunk_vectors); a version-1 file gets
 # its search rows on ensure_ready.
-SCHEMA_VERSION = 2
+# 3: document_states.owner (one owner per document); an older file gains the column
+# (NULL: unowned) on ensure_ready, in place (``ADD_OWNER``).
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS store_meta (
@@ -60,9 +62,13 @@ CREATE TABLE IF NOT EXISTS document_states (
     chunk_ids TEXT NOT NULL,
     superseded_chunk_ids TEXT NOT NULL,
     content_hash TEXT,
-    deleted INTEGER NOT NULL
+    deleted INTEGER NOT NULL,
+    owner TEXT
 );
 """
+
+# A file made before schema 3: its states gain the owner column, NULL (unowned).
+ADD_OWNER = "ALTER TABLE document_states ADD COLUMN owner TEXT"
 
 UPSERT_CHUNK = """
 INSERT INTO chunks(chunk_id, document_id, version, indexed_at, access_labels, embed_text, body)
@@ -79,8 +85,8 @@ ON CONFLICT(chunk_id) DO UPDATE SET
 # The version check and the write are one statement: a lower version changes nothing.
 PUT_STATE = """
 INSERT INTO document_states(document_id, version, changed_at, indexed_at, chunk_ids,
-                            superseded_chunk_ids, content_hash, deleted)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                            superseded_chunk_ids, content_hash, deleted, owner)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT(document_id) DO UPDATE SET
     version = excluded.version,
     changed_at = excluded.changed_at,
@@ -88,19 +94,20 @@ ON CONFLICT(document_id) DO UPDATE SET
     chunk_ids = excluded.chunk_ids,
     superseded_chunk_ids = excluded.superseded_chunk_ids,
     content_hash = excluded.content_hash,
-    deleted = excluded.deleted
+    deleted = excluded.deleted,
+    owner = excluded.owner
 WHERE excluded.version >= document_states.version
 """
 
 GET_STATE = """
 SELECT document_id, version, changed_at, indexed_at, chunk_ids, superseded_chunk_ids,
-       content_hash, deleted
+       content_hash, deleted, owner
 FROM document_states WHERE document_id = ?
 """
 
 LIST_STATES = """
 SELECT document_id, version, changed_at, indexed_at, chunk_ids, superseded_chunk_ids,
-       content_hash, deleted
+       content_hash, deleted, owner
 FROM document_states WHERE document_id > ? ORDER BY document_id LIMIT ?
 """
 

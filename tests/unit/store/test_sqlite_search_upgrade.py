@@ -10,6 +10,7 @@ from support.chunks import make_chunk
 from store.model import DocumentState
 from store.search_index import SearchFilters
 from store.sqlite import SQLiteStore
+from store.sqlite_schema import SCHEMA_VERSION
 from store.sqlite_search import SQLiteSearchIndex
 
 T0 = datetime(2027, 1, 1, tzinfo=UTC)
@@ -35,5 +36,5 @@ def test_a_version_1_file_is_searchable_after_ensure_ready(tmp_path: Path) -> No
     hits = SQLiteSearchIndex(reopened).keyword_search(["refund"], filters, 10)
     assert [h.chunk_id for h in hits] == ["refunds@v1#window"]
     version = reopened._read("v", "SELECT value FROM store_meta WHERE key = 'schema_version'")
-    assert version == [("2",)]
+    assert version == [(str(SCHEMA_VERSION),)]
     reopened.close()

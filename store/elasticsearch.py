@@ -88,8 +88,12 @@ class ElasticsearchStore:
 
         Credentials are an API key or a user and password, never inside a URL;
         ``ca_file`` or ``ca_fingerprint`` (the cluster CA's SHA-256) checks TLS.
+        A node refusing connections is skipped for the next one; refused credentials
+        and unverified certificates raise ``StoreAccessError`` (``store.es_requests``).
         """
         nodes = [urls] if isinstance(urls, str) else list(urls)
+        if not nodes:
+            raise ValueError("ElasticsearchStore.connect: urls is empty; give at least one node")
         tls: dict[str, Any] = {}
         if ca_file is not None:
             tls["ca_certs"] = ca_file
@@ -103,7 +107,11 @@ class ElasticsearchStore:
             api_key=api_key,
             basic_auth=basic_auth,
             request_timeout=timeout_s,
-            max_retries=0,  # the worker retries, with backoff, in one place
+            # A node that cannot be reached is marked dead and the request goes to the
+            # next one (that is what several URLs are for); nothing else is retried
+            # here: the worker retries, with backoff, in one place.
+            max_retries=len(nodes) - 1,
+            retry_on_status=(),
             retry_on_timeout=False,
             **tls,
         )

@@ -5,7 +5,15 @@
     StoreError
     ├── TransientStoreError   unreachable, timeout, 429, 5xx: retry, the data is fine
     ├── RejectedDocumentError the store refuses this document (mapping, size): poison
-    └── StoreSetupError       the index template, indices or alias cannot be made
+    ├── StoreSetupError       the index template, indices or alias cannot be made
+    └── StoreAccessError      credentials refused (401/403) or TLS not verified: configuration
+
+``StoreAccessError`` is not transient: the settings (and the secrets read from
+files) are read once at the start of a process, so asking again with the same
+ones cannot succeed. Commands print its one line and exit non-zero; the worker
+lets it end the process (exit 1, the line in the log) instead of retrying
+forever or dead-lettering every event, and the orchestrator restarts it with
+the secret it mounts then.
 """
 
 from __future__ import annotations
@@ -33,3 +41,11 @@ class RejectedDocumentError(StoreError):
 
 class StoreSetupError(StoreError):
     """The store's indices, template or alias are missing or cannot be created."""
+
+
+class StoreAccessError(StoreError):
+    """The store refused our credentials, or its TLS certificate could not be verified.
+
+    A configuration error: the message names the node and the setting to fix,
+    and never the secret itself.
+    """

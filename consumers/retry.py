@@ -47,6 +47,7 @@ class HealthState:
     last_error: str | None = None
     stopping: bool = False
     kafka_unreachable: str | None = None  # why the transport counts as away (Kafka's only)
+    starting: bool = False  # still connecting to its dependencies (not ready, alive)
 
 
 def call_with_retry(

@@ -4,8 +4,9 @@
 process's ``health`` function (``{"status": ..., ...}``):
 
 - ``/readyz`` (readiness): 200 only while the status is ``ok``; 503 while a worker
-  backs off from a transient failure or is away from Kafka (``retrying``), while it
-  drains on SIGTERM (``stopping``), or while a part cannot go on;
+  connects to Kafka and Elasticsearch at start (``starting``), backs off from a
+  transient failure or is away from Kafka (``retrying``), drains on SIGTERM
+  (``stopping``), or while a part cannot go on;
 - ``/healthz`` (liveness): 200 while the process serves, 503 only when a part says
   it ``failed`` (the folder watcher that cannot go on): a restart may help then,
   never for ``retrying``, which a restart would not mend.
@@ -57,6 +58,8 @@ def worker_health(health: HealthState) -> Health:
     def report() -> dict[str, Any]:
         away = health.kafka_unreachable
         status = "retrying" if health.retrying or away else "ok"
+        if health.starting:
+            status = "starting"
         if health.stopping:
             status = "stopping"
         return {"status": status, "attempts": health.attempts,

@@ -11,11 +11,13 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
 from multiprocessing.process import BaseProcess
 
 import structlog
 
 from consumers.retry import HealthState
+from consumers.worker import Worker
 from metrics.definitions import WorkerMetrics
 from policy_indexer.logs import configure_logging
 from policy_indexer.runtime import faults
@@ -31,11 +33,6 @@ class WorkersFailed(Exception):
 
 
 def run_kafka(settings: Settings, processes: int | None = None) -> None:
-    backends = KafkaBackends.open(settings)
-    try:
-        backends.ensure_topics()
-    finally:
-        backends.close()
     count = processes or settings.worker_processes
     if count == 1:
         run_worker(settings)
@@ -44,28 +41,77 @@ def run_kafka(settings: Settings, processes: int | None = None) -> None:
 
 
 def run_worker(settings: Settings, metrics_port: int | None = None) -> None:
-    """One worker process, until SIGTERM/SIGINT (the worker commits what it has done)."""
+    """One worker process, until SIGTERM/SIGINT (the worker commits what it has done).
+
+    ``/healthz`` and ``/readyz`` answer from the first moment: while Kafka or
+    Elasticsearch cannot be reached (or refuse the credentials) the process stays
+    up, not ready, says why, and tries again with backoff, so an orchestrator
+    sees a pod that waits for its dependencies, not a crash loop.
+    """
     registry = process_registry()
     metrics = WorkerMetrics.create(registry)
-    health = HealthState()
-    backends = KafkaBackends.open(settings)
-    with Supervisor() as parts:
-        parts.add_stop("backends", backends.close)
-        backends.store.ensure_ready()
-        worker = backends.worker(metrics, health=health, checkpoint=faults.checkpoint())
+    health = HealthState(starting=True)
+    stop = threading.Event()
+    worker: Worker | None = None
+
+    def on_signal(why: str) -> None:
+        log.info("stop requested", signal=why)
+        stop.set()
+        health.stopping = True
+        if worker is not None:
+            worker.request_stop()
+
+    with Supervisor() as parts, stop_on_signals(on_signal):
         port = settings.metrics_port if metrics_port is None else metrics_port
         server = MetricsServer(settings.metrics_host, port, registry, worker_health(health))
         parts.start(server)
+        backends = connect_with_retry(settings, health, stop)
+        if backends is None:
+            return  # stopped before the dependencies answered
+        parts.add_stop("backends", backends.close)
+        worker = backends.worker(metrics, health=health, checkpoint=faults.checkpoint())
+        health.starting = False
         log.info("worker started", topic=settings.kafka_topic, group=settings.kafka_group_id,
                  index_prefix=settings.index_prefix, metrics_port=server.port)
         # The worker loop is the process: it runs in the main thread; a signal asks it to
         # stop, it commits what it has done and returns, then the parts stop.
-        def on_signal(why: str) -> None:
-            log.info("stop requested", signal=why)
-            worker.request_stop()
-
-        with stop_on_signals(on_signal):
+        if not stop.is_set():
             worker.run()
+
+
+def connect_with_retry(
+    settings: Settings, health: HealthState, stop: threading.Event
+) -> KafkaBackends | None:
+    """The backends, once the topics exist and the index is ready; ``None`` if stopped first.
+
+    Every failure is retried, not only the transient ones: at start a refused
+    password or an untrusted CA is as likely to be mended outside the process (a
+    secret rotated, a mount fixed) as an unreachable broker, and the reason is in
+    the log and in ``/readyz`` meanwhile.
+    """
+    policy = settings.retry_policy()
+    delay = policy.initial_s
+    attempt = 0
+    while not stop.is_set():
+        attempt += 1
+        backends: KafkaBackends | None = None
+        try:
+            backends = KafkaBackends.open(settings)
+            backends.ensure_topics()
+            backends.store.ensure_ready()
+        except Exception as exc:  # every start-up failure waits and retries
+            if backends is not None:
+                backends.close()
+            reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            health.attempts, health.last_error = attempt, reason
+            log.warning("dependencies not ready, retrying", attempt=attempt,
+                        wait_s=round(delay, 2), error=reason)
+            stop.wait(delay)
+            delay = min(delay * 2, policy.max_s)
+            continue
+        health.attempts, health.last_error = 0, None
+        return backends
+    return None
 
 
 def _child(settings: Settings, port: int, fault_spec: str | None) -> None:

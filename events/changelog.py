@@ -20,6 +20,11 @@ import pydantic
 from events.model import Action, ChangeEvent, EventMetadata
 
 
+# The owner of what a change log brings (``sources.changelog.ChangeLogSource.name``), so the
+# monitor and the reconcile over the same log compare these documents with it.
+CHANGELOG_SOURCE = "changelog"
+
+
 class ChangeLogError(ValueError):
     """A line of a change log is not a valid change; names the file and line."""
 
@@ -64,6 +69,7 @@ def event_from_line(record: dict[str, object], source: str) -> ChangeEvent:
         content_type="text/markdown" if action is Action.UPSERT else None,
         content=str(record["content"]) if action is Action.UPSERT else None,
         metadata=EventMetadata(source_path=str(path) if path is not None else None),
+        source=CHANGELOG_SOURCE,
     )
 
 

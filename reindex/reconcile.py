@@ -259,6 +259,7 @@ class Reconciler:
             content_type=document.content_type,
             content=document.content,
             metadata=document.metadata,
+            source=self.source.name,
         )
 
     def _delete(self, document_id: str, version: int, changed_at: datetime) -> ChangeEvent:
@@ -269,6 +270,7 @@ class Reconciler:
             version=version,
             changed_at=changed_at,
             received_at=datetime.now(UTC),
+            source=self.source.name,
         )
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from events.changelog import ChangeLogError, read_records
+from events.changelog import CHANGELOG_SOURCE, ChangeLogError, read_records
 from events.model import EventMetadata
 from sources.base import SourceDocument, SourceEntry, parse_changed_at, parse_version
 from sources.errors import DocumentNotFoundError, SourceDataError, SourceUnavailableError
@@ -34,7 +34,7 @@ class ChangeLogSource:
 
     @property
     def name(self) -> str:
-        return "changelog"
+        return CHANGELOG_SOURCE
 
     def _records(self) -> Iterator[tuple[str, dict[str, Any]]]:
         """(where, record) per line; raises the source errors."""

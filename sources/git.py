@@ -342,7 +342,7 @@ class GitSource:
             action=Action.UPSERT, version=versions[document_id],
             changed_at=last[document_id], received_at=now,
             content_type=content_type_for(path), content=self._read(head, path),
-            metadata=EventMetadata(source_path=path),
+            metadata=EventMetadata(source_path=path), source=self.name,
         )
 
     def _delete(self, head: str, document_id: str) -> ChangeEvent:
@@ -353,7 +353,7 @@ class GitSource:
         return ChangeEvent(
             event_id=f"git-{head[:12]}-{uuid.uuid4().hex[:12]}", document_id=document_id,
             action=Action.DELETE, version=versions[document_id],
-            changed_at=last[document_id], received_at=self._clock(),
+            changed_at=last[document_id], received_at=self._clock(), source=self.name,
         )
 
     def publish_pending(self, publisher: EventPublisher,

@@ -244,6 +244,7 @@ class FolderSync:
                 content_type=document.content_type,
                 content=document.content,
                 metadata=document.metadata,
+                source=self.source.name,
             )
         except pydantic.ValidationError as exc:
             return self._skip(file, f"not a valid change event: {exc.errors()[0]['msg']}", report)
@@ -269,6 +270,7 @@ class FolderSync:
         return ChangeEvent(
             event_id=f"folder-{uuid.uuid4().hex}", document_id=document_id,
             action=Action.DELETE, version=version, changed_at=now, received_at=now,
+            source=self.source.name,
         )
 
     def _publish(self, event: ChangeEvent, report: SyncReport) -> bool:

@@ -125,8 +125,12 @@ class WebhookPayload(BaseModel):
                 raise ValueError(f"a {self.event_type.value} event needs {fields}")
         return self
 
-    def to_change_event(self, received_at: datetime) -> ChangeEvent:
-        """The change event the pipeline carries; raises ``pydantic.ValidationError``."""
+    def to_change_event(self, received_at: datetime, *, source: str = "cms") -> ChangeEvent:
+        """The change event the pipeline carries; raises ``pydantic.ValidationError``.
+
+        ``source``: the owner stamped on the event. The CMS route and the Standard
+        Webhooks adapter both carry this payload, from the CMS the ``cms`` source lists.
+        """
         doc = self.document
         meta = doc.metadata
         return ChangeEvent(
@@ -148,6 +152,7 @@ class WebhookPayload(BaseModel):
                 access_labels=meta.access_labels,
                 keywords=meta.keywords,
             ),
+            source=source,
         )
 
 

@@ -155,7 +155,8 @@ def document_event(cms: str, document_id: str, version: int, changed_at: datetim
             event_id=f"{cms}:{document_id}@{version}:upsert", document_id=document_id,
             action=Action.UPSERT, version=version, changed_at=changed_at,
             received_at=received_at, content_type="text/markdown",
-            content=body_markdown(body, prefix + mapping.body), metadata=metadata)
+            content=body_markdown(body, prefix + mapping.body), metadata=metadata,
+            source=cms)
     except ValidationError as exc:
         raise InvalidPayload(f"{cms} document {document_id!r} makes no valid change event",
                              errors=_errors(exc)) from exc
@@ -166,7 +167,7 @@ def delete_event(cms: str, document_id: str, version: int, changed_at: datetime,
     try:
         return ChangeEvent(event_id=f"{cms}:{document_id}@{version}:delete",
                            document_id=document_id, action=Action.DELETE, version=version,
-                           changed_at=changed_at, received_at=received_at)
+                           changed_at=changed_at, received_at=received_at, source=cms)
     except ValidationError as exc:
         raise InvalidPayload(f"{cms} deletion of {document_id!r} makes no valid change event",
                              errors=_errors(exc)) from exc

@@ -39,6 +39,7 @@ def test_published_and_updated_become_upserts_with_every_field_carried() -> None
                 "valid_from": date(2026, 12, 1),
                 "keywords": ["refund"],
             },
+            source="cms",  # the owner: the CMS the ``cms`` source lists
         )
 
 

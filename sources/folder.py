@@ -356,6 +356,11 @@ class MarkdownFolderSource:
                 return found
         return None
 
+    def holds(self, document_id: str) -> bool:
+        """Is there a file for ``document_id`` (readable or not)? A few ``lstat``, no read:
+        the webhook's owner check (``webhooks.owners``) asks it per request."""
+        return self._path_of(document_id) is not None
+
     def get_document(self, document_id: str) -> SourceDocument:
         """Raises ``DocumentNotFoundError``, or ``UnreadableFileError`` with the reason."""
         found = self._path_of(document_id)

@@ -28,6 +28,7 @@ from webhooks.adapters.base import Adapter
 from webhooks.adapters.endpoint import AdapterEndpoint, EndpointLimits
 from webhooks.config import WebhookConfig
 from webhooks.metrics import WebhookMetrics
+from webhooks.owners import OwnerLookup
 from webhooks.receiver import CmsWebhookReceiver
 
 CMS_ROUTE = "/webhooks/cms"
@@ -42,13 +43,16 @@ def create_app(
     extra_routes: list[Route] | None = None,
     adapters: Sequence[Adapter] = (),
     adapter_limits: EndpointLimits | None = None,
+    owners: OwnerLookup | None = None,
 ) -> Starlette:
     """Build the receiver; ``extra_routes`` lets the bench add its ceiling endpoint.
 
-    ``config`` None: no ``/webhooks/cms`` (only adapters are configured).
+    ``config`` None: no ``/webhooks/cms`` (only adapters are configured). ``owners``: who
+    owns a document id (``webhooks.owners``); an event for another source's id is a 409.
     """
     metrics = WebhookMetrics.create(registry)
-    endpoints = [AdapterEndpoint(a, publisher, metrics, adapter_limits or EndpointLimits(), clock)
+    endpoints = [AdapterEndpoint(a, publisher, metrics, adapter_limits or EndpointLimits(), clock,
+                                 owners=owners)
                  for a in adapters]
     names = [e.route for e in endpoints]
     if len(set(names)) != len(names) or CMS_ROUTE in names:
@@ -74,7 +78,7 @@ def create_app(
 
     routes = [Route(e.route, e.handle, methods=["POST"]) for e in endpoints]
     if config is not None:
-        receiver = CmsWebhookReceiver(config, publisher, metrics, clock)
+        receiver = CmsWebhookReceiver(config, publisher, metrics, clock, owners)
         routes.append(Route(CMS_ROUTE, receiver.handle, methods=["POST"]))
     routes += [
         Route("/healthz", healthz, methods=["GET"]),

@@ -7,7 +7,8 @@ The checks run cheapest first, and nothing is published unless all pass:
 3. body size, enforced while reading                                      → 413
 4. HMAC of the raw body against each configured secret                    → 401
 5. JSON (→ 400) that validates as a version-1 payload                     → 422
-6. published with acks=all within the publish timeout  → 202, else 503 + Retry-After
+6. the id is not another source's (index state, configured folder)       → 409
+7. published with acks=all within the publish timeout  → 202, else 503 + Retry-After
 
 Logs carry event id, document id, action and version; never the content,
 the headers or the signature.
@@ -32,6 +33,7 @@ from webhooks import signature
 from webhooks.body import BadContentLength, BodyTooLarge, drain, read_limited
 from webhooks.config import WebhookConfig
 from webhooks.metrics import WebhookMetrics
+from webhooks.owners import OwnerLookup, conflict
 from webhooks.payload import EVENT_FIELD_TO_PAYLOAD, WebhookPayload
 
 log = structlog.get_logger(__name__)
@@ -59,8 +61,10 @@ class CmsWebhookReceiver:
         publisher: EventPublisher,
         metrics: WebhookMetrics,
         clock: Callable[[], float] = time.time,
+        owners: OwnerLookup | None = None,
     ) -> None:
         self._config = config
+        self._owners = owners
         self._publisher = publisher
         self._metrics = metrics
         self._clock = clock
@@ -94,6 +98,12 @@ class CmsWebhookReceiver:
         except InvalidPayload as exc:
             return refuse(request, 422, "invalid_payload", "the payload failed validation",
                            errors=exc.errors)
+        if self._owners is not None:
+            clash = await anyio.to_thread.run_sync(conflict, self._owners, event)
+            if clash is not None:
+                return refuse(request, 409, "owner_conflict", str(clash),
+                              document_id=clash.document_id, owner=clash.owner,
+                              source=clash.source)
         return await self._publish(request, event)
 
     def _decode(self, parsed: signature.ParsedSignature, body: bytes) -> ChangeEvent:

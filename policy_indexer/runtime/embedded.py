@@ -63,7 +63,6 @@ from sources.errors import SourceError
 from store.errors import StoreError
 from store.sqlite import SQLiteStore
 from transport.local_queue import ConsumerBusy, QueueError
-from transport.publisher import EventPublisher
 from watcher.watch import STATE_FILE, WatcherThread, start_watcher_thread
 
 log = structlog.get_logger(__name__)
@@ -132,7 +131,7 @@ def _start(settings: Settings, backends: EmbeddedBackends, parts: Supervisor,
         f"  queue:     {queue_path(settings)} (topic {backends.topic!r})",
         f"  metrics:   {server.url}/metrics  health: /healthz",
     ]
-    lines.append(f"  webhook:   {_start_webhook(settings, backends.publisher(), registry, parts)}")
+    lines.append(f"  webhook:   {_start_webhook(settings, backends, registry, parts)}")
     poller = git_poller_part(settings, backends.publisher())  # issue 16: Git polling mode
     if poller is not None:
         parts.start(poller)
@@ -211,11 +210,12 @@ def _watcher_part(watcher: WatcherThread) -> CallbackPart:
     return CallbackPart("folder watcher", watcher.stop, watcher.is_alive, lambda: watcher.error)
 
 
-def _start_webhook(settings: Settings, publisher: EventPublisher, registry: CollectorRegistry,
+def _start_webhook(settings: Settings, backends: EmbeddedBackends, registry: CollectorRegistry,
                    parts: Supervisor) -> str:
     if not webhook_enabled(settings):
         return "off (no POLICY_INDEXER_WEBHOOK_SECRETS: it only accepts signed requests)"
-    receiver = UvicornThread("webhook receiver", webhook_app(settings, publisher, registry),
+    app = webhook_app(settings, backends.publisher(), registry, states=backends.store)
+    receiver = UvicornThread("webhook receiver", app,
                              settings.webhook_host, settings.webhook_port,
                              "POLICY_INDEXER_WEBHOOK_PORT", limits=settings.http_limits())
     parts.start(receiver)

@@ -7,13 +7,14 @@ from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 from starlette.applications import Starlette
 
-from policy_indexer.runtime.backends import EmbeddedBackends, KafkaBackends
+from policy_indexer.runtime.backends import EmbeddedBackends, KafkaBackends, open_store
 from policy_indexer.runtime.cms_adapters import cms_adapters, cms_adapters_enabled, cms_routes
 from policy_indexer.runtime.http import process_registry
 from policy_indexer.runtime.parts import Supervisor
 from policy_indexer.runtime.servers import UvicornThread
-from policy_indexer.runtime.sources import open_git_source
+from policy_indexer.runtime.sources import open_configured_source, open_git_source
 from policy_indexer.settings import Settings
+from sources.folder import MarkdownFolderSource
 from transport.publisher import EventPublisher
 from webhooks.adapters.base import Adapter
 from webhooks.adapters.endpoint import EndpointLimits
@@ -23,6 +24,7 @@ from webhooks.adapters.gitlab import GitLabPushAdapter
 from webhooks.adapters.standard import StandardWebhooksAdapter, decode_secret
 from webhooks.app import CMS_ROUTE, create_app
 from webhooks.config import WebhookConfig
+from webhooks.owners import IndexAndFolderOwners, OwnerLookup, StateReader
 
 log = structlog.get_logger(__name__)
 
@@ -106,16 +108,29 @@ def _utf8(secrets: list[SecretStr]) -> tuple[bytes, ...]:
     return tuple(s.get_secret_value().encode("utf-8") for s in secrets)
 
 
+def owner_lookup(settings: Settings, states: StateReader) -> OwnerLookup:
+    """Who owns an id: the index's state, else the configured folder (if the source is one)."""
+    folder_holds = None
+    if settings.source_kind == "folder" and settings.source_path is not None:
+        source = open_configured_source(settings)
+        if isinstance(source, MarkdownFolderSource):  # open_source builds one for "folder"
+            folder_holds = source.holds
+    return IndexAndFolderOwners(states, folder_holds)
+
+
 def webhook_app(
-    settings: Settings, publisher: EventPublisher, registry: CollectorRegistry
+    settings: Settings, publisher: EventPublisher, registry: CollectorRegistry,
+    *, states: StateReader | None = None,
 ) -> Starlette:
+    """``states``: the index's document states, for the owner check (409); None: no check."""
     if not webhook_enabled(settings):
         raise WebhookNotConfigured(MISSING_SECRETS_MESSAGE)
     config = webhook_config(settings) if settings.webhook_secrets else None
     limits = EndpointLimits(max_body_bytes=settings.webhook_max_body_bytes,
                             retry_after_seconds=settings.webhook_retry_after_seconds)
+    owners = owner_lookup(settings, states) if states is not None else None
     return create_app(config, publisher, registry, adapters=webhook_adapters(settings),
-                      adapter_limits=limits)
+                      adapter_limits=limits, owners=owners)
 
 
 def serve_webhook(settings: Settings) -> None:
@@ -129,12 +144,16 @@ def serve_webhook(settings: Settings) -> None:
     with Supervisor() as parts:
         if settings.pipeline == "kafka":
             publisher: EventPublisher = KafkaBackends.publisher_for(settings)
+            store = open_store(settings)  # the owner check reads states; down: the guard decides
+            parts.add_stop("index", store.close)
+            states: StateReader = store
         else:
             embedded = EmbeddedBackends.open(settings)
             parts.add_stop("embedded files", embedded.close)
             publisher = embedded.publisher()
+            states = embedded.store
         parts.add_stop("publisher", publisher.close)
-        app = webhook_app(settings, publisher, process_registry())
+        app = webhook_app(settings, publisher, process_registry(), states=states)
         server = UvicornThread("webhook receiver", app, settings.webhook_host,
                                settings.webhook_port, "POLICY_INDEXER_WEBHOOK_PORT",
                                limits=settings.http_limits())

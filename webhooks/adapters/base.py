@@ -18,6 +18,7 @@ Errors (each one a status; nothing is published unless ``handle`` returns)::
     ├── MalformedBody     400  not JSON, or not the JSON object the CMS sends
     ├── InvalidPayload    422  JSON, but fields missing or of the wrong type
     ├── NotThisLibrary    403  validly signed, for a repository this receiver does not serve
+    ├── OwnedElsewhere    409  an event for a document another source owns (webhooks.owners)
     └── SourceUnavailable 503  the source (Git remote, CMS API) cannot be read now; retry
 
 A ``PublishError`` from the publisher is the endpoint's to answer (503).
@@ -91,6 +92,11 @@ class InvalidPayload(AdapterError):
 class NotThisLibrary(AdapterError):
     status = 403
     error = "forbidden"
+
+
+class OwnedElsewhere(AdapterError):
+    status = 409
+    error = "owner_conflict"
 
 
 class SourceUnavailable(AdapterError):

@@ -3,7 +3,9 @@
 1. Content-Type one of the adapter's media types (UTF-8)            → 415
 2. body size, enforced while reading                                → 413
 3. ``adapter.authenticate``: the CMS's scheme, in constant time     → 401 (reason)
-4. ``adapter.handle`` in a worker thread: parse, decide, publish    → 400, 403, 422, 503
+4. ``adapter.handle`` in a worker thread: parse, decide, publish    → 400, 403, 422, 503;
+   each event is checked against its document's owner first         → 409 (``OwnedElsewhere``;
+   the events of the request published before it stay published)
 5. answered: ``Accepted`` → 202 with the event count; ``Ignored`` → 202 ``ignored``;
    a publish that failed → 503 + Retry-After (the CMS retries; redelivery is harmless)
 
@@ -24,10 +26,12 @@ import structlog
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from events.model import ChangeEvent
 from transport.publisher import EventPublisher, PublishError
-from webhooks.adapters.base import Accepted, Adapter, AdapterError, WebhookRequest
+from webhooks.adapters.base import Accepted, Adapter, AdapterError, OwnedElsewhere, WebhookRequest
 from webhooks.config import MAX_BODY_BYTES
 from webhooks.metrics import WebhookMetrics
+from webhooks.owners import OwnerLookup, conflict
 from webhooks.receiver import read_body, refuse, unread
 
 log = structlog.get_logger(__name__)
@@ -41,10 +45,12 @@ class EndpointLimits:
 
 class AdapterEndpoint:
     def __init__(self, adapter: Adapter, publisher: EventPublisher, metrics: WebhookMetrics,
-                 limits: EndpointLimits, clock: Callable[[], float] = time.time) -> None:
+                 limits: EndpointLimits, clock: Callable[[], float] = time.time,
+                 *, owners: OwnerLookup | None = None) -> None:
         self.adapter = adapter
         self.route = f"/webhooks/{adapter.name}"
-        self._publisher = publisher
+        self._publisher: EventPublisher = (
+            publisher if owners is None else OwnerCheckedPublisher(publisher, owners))
         self._metrics = metrics
         self._limits = limits
         self._clock = clock
@@ -96,6 +102,27 @@ class AdapterEndpoint:
             headers = {"Retry-After": str(self._limits.retry_after_seconds)}
         return refuse(request, exc.status, exc.error, str(exc), errors=exc.errors,
                       headers=headers, adapter=self.adapter.name, reason=exc.reason)
+
+
+class OwnerCheckedPublisher:
+    """The adapter's publisher: an event for a document another source owns is not
+    published but refused, ``OwnedElsewhere`` (409), naming the document and both owners."""
+
+    def __init__(self, inner: EventPublisher, owners: OwnerLookup) -> None:
+        self._inner = inner
+        self._owners = owners
+
+    def publish(self, event: ChangeEvent) -> None:
+        clash = conflict(self._owners, event)
+        if clash is not None:
+            raise OwnedElsewhere(str(clash), reason="owner")
+        self._inner.publish(event)
+
+    def ready(self) -> bool:
+        return self._inner.ready()
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 def _media_type(content_type: str | None) -> str | None:

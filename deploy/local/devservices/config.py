@@ -40,6 +40,10 @@ class Config:
     es_java_home: Path
     es_user: str | None  # Elasticsearch refuses to run as root: drop to this user
     repo_root: Path = REPO_ROOT
+    # A broker of a test's own may need more than the PLAINTEXT listener (a SASL_SSL one):
+    # properties appended to server.properties (a later key wins), SCRAM users made at format.
+    kafka_extra_properties: Path | None = None
+    kafka_scram_credentials: tuple[str, ...] = ()
 
     def port_of(self, name: str) -> int:
         return {
@@ -117,4 +121,15 @@ def load_config(env: Mapping[str, str]) -> Config:
         # Elasticsearch 8.x needs the Java security manager, gone from Java 24 on.
         es_java_home=_find_java(env, "POLICY_INDEXER_LOCAL_ES_JAVA_HOME", 17, 23),
         es_user=ES_SERVICE_USER if root else None,
+        kafka_extra_properties=(
+            Path(env["POLICY_INDEXER_LOCAL_KAFKA_EXTRA_PROPERTIES"])
+            if env.get("POLICY_INDEXER_LOCAL_KAFKA_EXTRA_PROPERTIES") else None
+        ),
+        # One `kafka-storage format --add-scram` value per line:
+        # SCRAM-SHA-512=[name=indexer,password=...]
+        kafka_scram_credentials=tuple(
+            line.strip()
+            for line in env.get("POLICY_INDEXER_LOCAL_KAFKA_SCRAM", "").splitlines()
+            if line.strip()
+        ),
     )

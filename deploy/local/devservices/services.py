@@ -118,6 +118,7 @@ def prepare_kafka(cfg: Config) -> Launch:
             controller_port=cfg.kafka_controller_port,
             data=data,
         )
+        + _kafka_extra_properties(cfg)
     )
     java = str(cfg.java_home / "bin" / "java")
     classpath = f"{libs}/*"
@@ -127,7 +128,8 @@ def prepare_kafka(cfg: Config) -> Launch:
         cluster_id = new_cluster_id()
         fmt = subprocess.run(
             [java, "-cp", classpath, log4j, "kafka.tools.StorageTool", "format",
-             "-t", cluster_id, "-c", str(props)],
+             "-t", cluster_id, "-c", str(props),
+             *(arg for cred in cfg.kafka_scram_credentials for arg in ("--add-scram", cred))],
             capture_output=True, text=True, env=env, check=False,
         )  # fmt: skip
         if fmt.returncode != 0:
@@ -137,6 +139,19 @@ def prepare_kafka(cfg: Config) -> Launch:
         log4j, "-cp", classpath, "kafka.Kafka", str(props),
     ]  # fmt: skip
     return Launch(argv=argv, cwd=home, env=env)
+
+
+def _kafka_extra_properties(cfg: Config) -> str:
+    """``POLICY_INDEXER_LOCAL_KAFKA_EXTRA_PROPERTIES``' text, after the template's own."""
+    if cfg.kafka_extra_properties is None:
+        return ""
+    try:
+        extra = cfg.kafka_extra_properties.read_text()
+    except OSError as exc:
+        raise ServiceError(
+            f"POLICY_INDEXER_LOCAL_KAFKA_EXTRA_PROPERTIES={cfg.kafka_extra_properties}: {exc}"
+        ) from exc
+    return f"\n# From {cfg.kafka_extra_properties}\n{extra}\n"
 
 
 # Elasticsearch ------------------------------------------------------------------

@@ -13,6 +13,11 @@ past the sweep's grace period, above the state or of an unknown document. Its
 age counts from when it became a leftover: the state's ``indexed_at`` (the
 newer version or the tombstone was recorded then) or, for the last two kinds,
 the chunk's own ``indexed_at``.
+
+One owner per document: with ``source_name``, a document whose state names another
+source (``DocumentState.owned_elsewhere``) is not compared with this listing at all:
+never missing, behind or deleted at this source, no lag; its chunks still count for
+leftovers, which are the index's own business. ``other_owner_documents`` counts them.
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ class FreshnessSnapshot:
     known_documents: int  # documents live at the source or in the index (p95's population)
     # documents the source lists but cannot read: (id, reason kind), sorted; no lag figure
     unreadable: list[tuple[str, str]] = field(default_factory=list)
+    other_owner_documents: int = 0  # owned by another source: not compared with this one
 
     def unreadable_by_reason(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -109,13 +115,20 @@ def measure(
     memory: LagMemory,
     max_series: int | None,
     grace: timedelta,
+    source_name: str | None = None,
 ) -> FreshnessSnapshot:
     """One cycle. Reads ``states`` first, then ``listing``, then ``chunks``.
 
     ``memory`` is replaced only when the whole cycle succeeds: an exception from
-    any of the three streams leaves it as it was.
+    any of the three streams leaves it as it was. ``source_name``: the listing's
+    source; documents other sources own are left out of the comparison (None: none is).
     """
-    indexed = {s.document_id: _compact(s) for s in states}
+    indexed: dict[str, DocumentState] = {}
+    elsewhere: set[str] = set()
+    for s in states:
+        if s.owned_elsewhere(source_name):
+            elsewhere.add(s.document_id)
+        indexed[s.document_id] = _compact(s)
     lags: list[DocumentLag] = []
     by_status: dict[str, int] = {}
     listed: set[str] = set()
@@ -130,6 +143,8 @@ def measure(
         listed.add(entry.document_id)
         if not entry.deleted:
             source_live += 1
+        if entry.document_id in elsewhere:
+            continue  # another source's document: not compared with this one
         if entry.unreadable is not None:
             unreadable.append((entry.document_id, entry.unreadable.kind.value))
             continue  # no version to compare: its own status, never a lag
@@ -151,7 +166,7 @@ def measure(
             current.append(entry.document_id)
     new_absent: dict[str, datetime] = {}
     for document_id, state in indexed.items():
-        if document_id in listed or state.deleted:
+        if document_id in listed or state.deleted or document_id in elsewhere:
             continue
         index_live_only += 1
         since = absent.get(document_id, now)
@@ -209,6 +224,7 @@ def measure(
         chunks_examined=examined,
         known_documents=source_live + index_live_only,
         unreadable=sorted(unreadable),
+        other_owner_documents=len(elsewhere),
     )
 
 

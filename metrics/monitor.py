@@ -102,6 +102,7 @@ class FreshnessMonitor:
                 memory=self.memory,
                 max_series=self.max_series,
                 grace=self.grace,
+                source_name=self.source.name,  # each document only against its own source
             )
         except _SourceFailed as exc:
             status.source_failures[str(exc)] += 1

@@ -11,6 +11,10 @@ A document the source lists but cannot read (a folder's file without
 permission, not UTF-8, a FIFO, ...) is its own status, ``unreadable``, with the
 reason (``sources.base.Unreadable``, naming the file) and no lag figure; it is
 not counted as behind, and the rest of the report is complete.
+
+A document another source owns (one owner per document: its state names a source
+other than the configured one) is ``other_owner``, with the owner in ``owner`` and no
+lag: it is compared only with its own source, never ``deleted_at_source`` here.
 """
 
 from __future__ import annotations
@@ -34,10 +38,13 @@ class DocumentStatus:
     indexed_version: int | None  # None: not in the index
     deleted_at_source: bool
     deleted_in_index: bool
-    status: str  # current | behind | missing_from_index | deleted_at_source | unreadable | unknown
+    # current | behind | missing_from_index | deleted_at_source | unreadable | other_owner
+    # | unknown
+    status: str
     lag_seconds: float | None  # None: unknown without a source, or unreadable at the source
     chunks: int
     reason: str | None = None  # unreadable: why ("permission: /lib/a.md: cannot open it: ...")
+    owner: str | None = None  # the source the index says owns it; None: unowned
 
 
 @dataclass
@@ -60,7 +67,8 @@ class StatusReport:
 
     @property
     def behind(self) -> int:
-        return sum(d.status not in ("current", "unknown", "unreadable") for d in self.documents)
+        return sum(d.status not in ("current", "unknown", "unreadable", "other_owner")
+                   for d in self.documents)
 
     @property
     def unreadable(self) -> int:
@@ -90,11 +98,13 @@ def document_statuses(
     *,
     now: datetime,
     grace: timedelta,
+    source_name: str | None = None,
 ) -> tuple[list[DocumentStatus], int]:
     """Every document live at the source or in the index, and the leftover count.
 
     Documents deleted on both sides (or, without a source, deleted in the index)
     are left out when no chunk of theirs remains: they are current and hold nothing.
+    ``source_name``: the listing's source; another source's documents are ``other_owner``.
     """
     indexed = {s.document_id: s for s in states}
     counts: Counter[str] = Counter()
@@ -112,8 +122,13 @@ def document_statuses(
         gone_at_source = entries is None or entry is None or entry.deleted
         if gone_at_source and (state is None or state.deleted) and not counts[doc]:
             continue
+        reason = str(entry.unreadable) if entry is not None and entry.unreadable else None
         if entries is None:
             status, lag = "unknown", None
+        elif state is not None and state.owned_elsewhere(source_name):
+            status, lag = "other_owner", None
+            reason = (f"owned by source {state.owner!r}, compared only with it, not with "
+                      f"{source_name!r}")
         else:
             absent_since = now if entry is None else None
             found = document_lag(doc, entry, state, absent_since=absent_since)
@@ -130,6 +145,7 @@ def document_statuses(
             status=status,
             lag_seconds=lag,
             chunks=counts[doc],
-            reason=str(entry.unreadable) if entry is not None and entry.unreadable else None,
+            reason=reason,
+            owner=state.owner if state is not None else None,
         ))
     return result, leftovers

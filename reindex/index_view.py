@@ -76,6 +76,7 @@ def read_index(store: Store) -> dict[str, IndexedDocument]:
             version=state.version,
             deleted=state.deleted,
             expected_chunks=0 if state.deleted else len(state.chunk_ids),
+            owner=state.owner,
         )
     current: dict[str, int] = {}
     older: dict[str, int] = {}
@@ -97,5 +98,6 @@ def read_index(store: Store) -> dict[str, IndexedDocument]:
             doc.expected_chunks,
             current.get(document_id, 0),
             older.get(document_id, 0),
+            doc.owner,
         )
     return view

@@ -31,6 +31,11 @@ class IndexedDocument:
     expected_chunks: int  # chunk ids the state lists
     current_chunks: int = 0  # chunks present at the state's version
     older_chunks: int = 0  # chunks present below the state's version (leftovers)
+    owner: str | None = None  # the source that owns it (DocumentState.owner); None: unowned
+
+    def owned_elsewhere(self, source: str | None) -> bool:
+        """Another source than ``source`` owns it: this reconcile leaves it alone."""
+        return source is not None and self.owner is not None and self.owner != source
 
     @property
     def chunks_agree(self) -> bool:

@@ -9,6 +9,7 @@ live v                 tombstone below v   reindex                 recreated
 live v                 live v, chunks ok   up_to_date
 live v                 live v, chunks off  repair                  chunk_count
 unreadable (bad file)  anything            ahead (left alone)      unreadable
+anything               another source's    ahead (left alone)      other_owner
 anything               above the source    ahead (left alone)      index_newer
 tombstone v            nothing             tombstone               never_indexed
 tombstone v            live below v        delete                  tombstoned_at_source
@@ -17,7 +18,9 @@ tombstone / nothing    tombstone           up_to_date (or repair if chunks remai
 =====================  ==================  ======================  ============
 
 The index never goes back in time: a version the index holds above the
-source's is reported, never undone.
+source's is reported, never undone. One owner per document: a document whose state
+names another source than the one listed is that source's (``other_owner``), never
+reindexed from, repaired against or deleted for this listing.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from sources.base import SourceEntry
 
 
 def decide(
-    document_id: str, entry: SourceEntry | None, indexed: IndexedDocument | None
+    document_id: str, entry: SourceEntry | None, indexed: IndexedDocument | None,
+    source_name: str | None = None,
 ) -> PlannedAction:
     src_v = entry.version if entry is not None else None
     idx_v = indexed.version if indexed is not None else None
@@ -37,6 +41,8 @@ def decide(
     def act(decision: Decision, reason: str) -> PlannedAction:
         return PlannedAction(document_id, decision, reason, src_v, idx_v)
 
+    if indexed is not None and indexed.owned_elsewhere(source_name):
+        return act(Decision.AHEAD, "other_owner")  # compared only with its own source
     if entry is not None and entry.unreadable is not None:
         return act(Decision.AHEAD, "unreadable")  # no version to compare: never undone
     if indexed is None:
@@ -75,8 +81,12 @@ def _tombstone_checked(
 
 
 def plan(
-    listing: Mapping[str, SourceEntry], index: Mapping[str, IndexedDocument]
+    listing: Mapping[str, SourceEntry], index: Mapping[str, IndexedDocument],
+    source_name: str | None = None,
 ) -> Iterator[PlannedAction]:
-    """One action per document known to either side (sorted for stable reports)."""
+    """One action per document known to either side (sorted for stable reports).
+
+    ``source_name``: the listing's source; None compares every document with it.
+    """
     for document_id in sorted(listing.keys() | index.keys()):
-        yield decide(document_id, listing.get(document_id), index.get(document_id))
+        yield decide(document_id, listing.get(document_id), index.get(document_id), source_name)

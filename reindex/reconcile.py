@@ -18,6 +18,8 @@ Safety:
 - a document missing from the listing is deleted only after the source
   confirms it (``get_document`` says not found) and only if its state is
   still the one the plan saw;
+- a document another source owns (its state names it) is left alone (``other_owner``):
+  never deleted as "gone from the source", nor counted in the deletion cap;
 - deletions above ``max_delete_fraction`` of the indexed documents are
   refused unless ``allow_mass_delete``: the run applies the other actions,
   deletes nothing and ends ``refused``;
@@ -103,12 +105,16 @@ class Reconciler:
             clock = now
 
         index = read_index(self.store)
-        report.indexed_documents = sum(1 for d in index.values() if not d.deleted)
+        # This source's live documents (and unowned ones): the deletion cap and the
+        # empty-listing check count only what this listing may delete.
+        name = self.source.name
+        report.indexed_documents = sum(
+            1 for d in index.values() if not d.deleted and not d.owned_elsewhere(name))
         lap("read_index")
         listing = list_source(self.source, indexed_live=report.indexed_documents)
         report.source_documents = len(listing)
         lap("list_source")
-        actions = [a for a in plan(listing, index) if self._count(report, a)]
+        actions = [a for a in plan(listing, index, name) if self._count(report, a)]
         del index
         lap("decide")
         deletions = [a for a in actions if a.decision is Decision.DELETE]

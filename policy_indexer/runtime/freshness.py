@@ -72,6 +72,8 @@ class PassageFreshness:
             state = self._store.get_state(document_id)
         except StoreError:
             return None
+        if state is not None and state.owned_elsewhere(self._source.name):
+            return None  # another source's document: not measured against this one
         lag = document_lag(document_id, entry, state)
         if lag is None or lag.status is LagStatus.UNREADABLE:
             return None

@@ -59,7 +59,8 @@ def build_report(settings: Settings) -> StatusReport:
         store = backends.store
         store.refresh()
         docs, leftovers = document_statuses(
-            listing, store.iter_states(), store.iter_chunks(), now=now, grace=grace
+            listing, store.iter_states(), store.iter_chunks(), now=now, grace=grace,
+            source_name=source_name,
         )
         report = StatusReport(settings.pipeline, backends.where(), source_name, now, docs,
                               leftovers)

@@ -51,8 +51,8 @@ def client(publisher: MemoryPublisher, store: InMemoryStore, folder: Path) -> It
         yield client
 
 
-def post_cms(client: TestClient, document_id: str, **doc: object) -> tuple[int, dict[str, str]]:
-    body = encode(payload(id=document_id, **doc))
+def post_cms(client: TestClient, document_id: str, version: int) -> tuple[int, dict[str, str]]:
+    body = encode(payload("document.published", id=document_id, version=version))
     answer = client.post("/webhooks/cms", content=body, headers=signed_headers(body))
     return answer.status_code, answer.json()
 

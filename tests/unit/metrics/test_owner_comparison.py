@@ -1,0 +1,75 @@
+"""The monitor and ``status`` compare each document only with its own source (issue 15 case 7).
+
+A folder listing beside documents that came only through the webhook (owner ``cms``):
+they are not deleted at the folder, their lag is not counted, and ``status`` shows
+them as ``other_owner``; the folder's own and unowned documents are compared as before.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from metrics.freshness import FreshnessSnapshot, LagMemory, measure
+from policy_indexer.status_report import StatusReport, document_statuses
+from sources.base import SourceEntry
+from store.model import ChunkRef, DocumentState
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+HOUR = timedelta(hours=1)
+
+
+def state(doc: str, version: int, owner: str | None) -> DocumentState:
+    return DocumentState(doc, version, NOW - 3 * HOUR, NOW - 2 * HOUR,
+                         (f"{doc}@v{version}#a",), "h", owner=owner)
+
+
+STATES = [
+    state("refunds", 2, "folder"),   # the folder's, behind its file (v3)
+    state("legacy", 1, None),        # unowned, gone from the folder: deleted there
+    state("cms-only", 5, "cms"),     # came only through the webhook
+    state("clash", 7, "cms"),        # the folder has a file too: the cms owns it
+]
+LISTING = [
+    SourceEntry("refunds", 3, NOW - HOUR),
+    SourceEntry("clash", 1, NOW - 5 * HOUR),
+]
+CHUNKS = [ChunkRef(f"{s.document_id}@v{s.version}#a", s.document_id, s.version, s.indexed_at)
+          for s in STATES] + [ChunkRef("cms-only@v4#a", "cms-only", 4, NOW - 3 * HOUR)]
+
+
+def snapshot(source_name: str | None) -> FreshnessSnapshot:
+    return measure(LISTING, STATES, CHUNKS, now=NOW, memory=LagMemory(), max_series=None,
+                   grace=timedelta(minutes=10), source_name=source_name)
+
+
+def test_the_monitor_does_not_count_another_sources_documents_as_lag() -> None:
+    snap = snapshot("folder")
+    lagging = {lag.document_id: lag.status.value for lag in snap.most_lagging}
+    assert lagging == {"refunds": "behind", "legacy": "deleted_at_source"}
+    assert snap.max_lag_seconds(NOW) == HOUR.total_seconds()  # refunds; not clash's 5 h
+    assert snap.behind_by_status["deleted_at_source"] == 1
+    assert snap.other_owner_documents == 2
+    assert snap.leftover_versions == 1  # cms-only@v4: the index's own business, still counted
+
+
+def test_without_a_source_name_every_document_is_compared_as_before() -> None:
+    lagging = {lag.document_id: lag.status.value for lag in snapshot(None).most_lagging}
+    assert lagging == {"refunds": "behind", "legacy": "deleted_at_source",
+                       "cms-only": "deleted_at_source"}  # clash: v7 >= v1, current
+
+
+def test_status_shows_another_sources_documents_as_other_owner() -> None:
+    docs, _ = document_statuses(LISTING, STATES, CHUNKS, now=NOW, grace=timedelta(minutes=10),
+                                source_name="folder")
+    by_id = {d.document_id: d for d in docs}
+    assert {d: s.status for d, s in by_id.items()} == {
+        "refunds": "behind", "legacy": "deleted_at_source",
+        "cms-only": "other_owner", "clash": "other_owner"}
+    cms_only = by_id["cms-only"]
+    assert (cms_only.owner, cms_only.lag_seconds, cms_only.deleted_at_source) == (
+        "cms", None, False)
+    assert cms_only.reason is not None and "'cms'" in cms_only.reason
+    assert by_id["refunds"].owner == "folder" and by_id["legacy"].owner is None
+    report = StatusReport("embedded", "x", "folder", NOW, docs)
+    assert report.behind == 2
+    assert report.max_lag_seconds == HOUR.total_seconds()  # refunds; clash (5 h) not measured

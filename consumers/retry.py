@@ -23,11 +23,16 @@ from tenacity import (
 )
 
 from consumers.errors import TransientError
-from store.errors import TransientStoreError
+from store.errors import StoreAccessError, TransientStoreError
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
-TRANSIENT: tuple[type[BaseException], ...] = (TransientStoreError, TransientError)
+# Retried with backoff, never dead-lettered. StoreAccessError (credentials refused, TLS not
+# verified) is configuration, not a passing fault, but no event is to blame for it: it waits
+# here, /readyz says why (503, last_error) and the log repeats the line; a privilege granted
+# or a certificate fixed mends it in place, a changed secret needs a restart.
+TRANSIENT: tuple[type[BaseException], ...] = (TransientStoreError, TransientError,
+                                              StoreAccessError)
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,8 @@ class ElasticsearchStore:
         A node refusing connections is skipped for the next one; refused credentials
         and unverified certificates raise ``StoreAccessError`` (``store.es_requests``).
         """
-        nodes = [urls] if isinstance(urls, str) else list(urls)
+        # the same URL twice is one node (the client's pool refuses duplicates)
+        nodes = [urls] if isinstance(urls, str) else list(dict.fromkeys(urls))
         if not nodes:
             raise ValueError("ElasticsearchStore.connect: urls is empty; give at least one node")
         tls: dict[str, Any] = {}

@@ -1,14 +1,28 @@
 """Search over ``SQLiteStore``: FTS5 over analysed terms, numpy cosine over stored vectors.
 
-Every filter is in the SQL (``store.sqlite_schema.FILTERS``). The keyword leg
-is FTS5's BM25 over ``chunk_terms`` (terms analysed in Python, see
-``store.search_terms``). The dense leg reads the float32 vectors of the rows
-the filters allow and ranks them by dot product (vectors are unit length):
-brute force over a matrix read once and kept until the database changes,
-ranked, then walked in order with the filters checked in SQL a block at a
-time, so the result is exactly the best rows the filters allow; the cost is
-linear in the chunks: 1.5 kB of memory and one dot product per chunk and
-query (docs/search.md has the figures and where it stops being fine).
+Every filter is in the SQL (``store.sqlite_schema.FILTERS``). Both legs rank
+first and check the filters on row ids after, a block at a time, in rank
+order, so the result is exactly the best rows the filters allow while the
+filters (joins and ``json_each`` per row) run on a few hundred rows instead
+of every match:
+
+- the keyword leg is FTS5's BM25 over ``chunk_terms`` (terms analysed in
+  Python, see ``store.search_terms``). FTS5 ranks every match by itself (one
+  table, no join: 6 ms for 5,000 matches at 10k chunks, where the same query
+  joined to the filters took 20-40 ms); the best ``4 * limit`` row ids are
+  checked against the filters, and only when fewer than ``limit`` of them pass
+  (a caller who sees a small part of the library) does the leg fall back to
+  one query with the filters inside, ranked the same way. Every analysed term
+  of the question stays in the query: leaving out the common ones halves the
+  leg at 100k chunks but loses recall (docs/search.md).
+- the dense leg reads the float32 vectors of the model once, keeps them until
+  the database changes, and ranks them all by dot product (vectors are unit
+  length): linear in the chunks, 1.5 kB of memory and one dot product per
+  chunk and query (docs/search.md has the figures and where it stops being
+  fine).
+
+Ties rank by row id (write order) on both legs. Only the bodies of the rows
+returned are read and parsed.
 """
 
 from __future__ import annotations
@@ -30,12 +44,33 @@ from store.sqlite_schema import (
     ADMITTED_ROWIDS,
     BY_IDS,
     FILTERED,
-    KEYWORD_SEARCH,
+    FILTERS,
+    LIVE_JOIN,
     MISSING_VECTORS,
     caller_labels_param,
 )
 
 MAX_TERMS = 256
+# The first block of ranked rows checked against the filters: FIRST_BLOCK * limit rows.
+FIRST_BLOCK = 4
+MIN_BLOCK = 64
+
+# FTS5 alone: every match ranked by BM25 inside the virtual table, no join per match.
+RANKED_MATCHES = """
+SELECT rowid, bm25(chunk_terms) AS score FROM chunk_terms
+WHERE chunk_terms MATCH :match
+ORDER BY score, rowid LIMIT :limit
+"""
+# The same ranking with every filter inside: the fallback when the first block of
+# ranked rows holds fewer than ``limit`` that the caller may see.
+FILTERED_MATCHES = f"""
+SELECT chunk_terms.rowid, bm25(chunk_terms) AS score
+FROM chunk_terms JOIN chunks AS c ON c.rowid = chunk_terms.rowid
+{LIVE_JOIN}
+WHERE chunk_terms MATCH :match AND {FILTERS}
+ORDER BY score, chunk_terms.rowid LIMIT :limit
+"""  # noqa: S608 - constant SQL, every value is a parameter
+BODIES = "SELECT rowid, body FROM chunks WHERE rowid IN (SELECT value FROM json_each(?))"
 
 
 def _params(filters: SearchFilters) -> dict[str, Any]:
@@ -58,10 +93,15 @@ def _match(terms: Sequence[str]) -> str | None:
 
 
 class SQLiteSearchIndex:
-    """Implements ``SearchIndex`` and ``VectorStore`` over a ``SQLiteStore``."""
+    """Implements ``SearchIndex`` and ``VectorStore`` over a ``SQLiteStore``.
+
+    ``keyword_fallbacks`` counts keyword searches that needed the filtered query
+    (the first ranked block held too few rows the caller may see).
+    """
 
     def __init__(self, store: SQLiteStore) -> None:
         self.store = store
+        self.keyword_fallbacks = 0
         self._cache: dict[
             str, tuple[tuple[int, int], npt.NDArray[np.int64], npt.NDArray[np.float32]]
         ] = {}
@@ -69,14 +109,44 @@ class SQLiteSearchIndex:
     def keyword_search(
         self, terms: Sequence[str], filters: SearchFilters, limit: int
     ) -> list[SearchHit]:
+        check_limit(limit)
         match = _match(terms)
         if match is None:
             return []
-        rows = self.store._read(
-            "keyword search", KEYWORD_SEARCH,
-            {**_params(filters), "match": match, "limit": check_limit(limit)},
+        params = _params(filters)
+        block = max(FIRST_BLOCK * limit, MIN_BLOCK)
+        ranked = self.store._read(
+            "keyword ranking", RANKED_MATCHES, {"match": match, "limit": block}
         )
-        return [SearchHit(Chunk.model_validate_json(body), float(score)) for body, score in rows]
+        admitted = self._admitted([rowid for rowid, _ in ranked], params)
+        picked: list[tuple[int, float]] = [(r, s) for r, s in ranked if r in admitted]
+        if len(picked) < limit and len(ranked) == block:
+            self.keyword_fallbacks += 1
+            picked = self.store._read(
+                "keyword search", FILTERED_MATCHES, {**params, "match": match, "limit": limit}
+            )
+        return self._hits([(rowid, -float(score)) for rowid, score in picked[:limit]])
+
+    def _admitted(self, rowids: list[int], params: dict[str, Any]) -> set[int]:
+        """Those of ``rowids`` that every filter admits (current version, scope, date, labels)."""
+        if not rowids:
+            return set()
+        return {r for (r,) in self.store._read(
+            "filter candidates", ADMITTED_ROWIDS, {**params, "rowids": json.dumps(rowids)}
+        )}
+
+    def _hits(self, scored: list[tuple[int, float]]) -> list[SearchHit]:
+        """Hits for (rowid, score) pairs, in their order: only these bodies are read."""
+        if not scored:
+            return []
+        bodies = dict(self.store._read(
+            "read hits", BODIES, (json.dumps([rowid for rowid, _ in scored]),)
+        ))
+        return [
+            SearchHit(Chunk.model_validate_json(bodies[rowid]), score)
+            for rowid, score in scored
+            if rowid in bodies  # deleted between the two reads
+        ]
 
     def vector_search(
         self, model_id: str, vector: Vector, filters: SearchFilters, limit: int
@@ -96,38 +166,30 @@ class SQLiteSearchIndex:
         # Walk the global order, checking the filters in SQL a block at a time (blocks grow
         # 4x): the first `limit` rows that pass are exactly the best `limit` the filters
         # allow, and the usual search reads a few dozen rows, not every row's filters.
+        params = _params(filters)
         picked: list[int] = []  # indexes into rowids, best first
-        start, step = 0, max(4 * limit, 64)
+        start, step = 0, max(FIRST_BLOCK * limit, MIN_BLOCK)
         while len(picked) < limit and start < len(order):
             block = order[start : start + step]
             start, step = start + step, step * 4
-            admitted = {r for (r,) in self.store._read(
-                "vector candidates", ADMITTED_ROWIDS,
-                {**_params(filters), "rowids": json.dumps([int(rowids[i]) for i in block])},
-            )}
+            admitted = self._admitted([int(rowids[i]) for i in block], params)
             picked += [int(i) for i in block if int(rowids[i]) in admitted]
-        picked = picked[:limit]
-        bodies = dict(self.store._read(
-            "vector hits",
-            "SELECT rowid, body FROM chunks WHERE rowid IN (SELECT value FROM json_each(?))",
-            (json.dumps([int(rowids[i]) for i in picked]),),
-        ))
-        return [
-            SearchHit(Chunk.model_validate_json(bodies[int(rowids[i])]), float(scores[i]))
-            for i in picked
-            if int(rowids[i]) in bodies
-        ]
+        return self._hits([(int(rowids[i]), float(scores[i])) for i in picked[:limit]])
+
+    def _data_key(self) -> tuple[int, int]:
+        """This connection's change count and SQLite's ``data_version`` (which moves when
+        another connection commits): equal keys, same data."""
+        with self.store._lock:
+            conn = self.store._conn
+            return conn.total_changes, conn.execute("PRAGMA data_version").fetchone()[0]
 
     def _vectors(self, model_id: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """Every vector of the model, read once and kept until the database changes.
 
-        The key is this connection's change count and SQLite's ``data_version``
-        (which moves when another connection commits), so any write, here or in
-        another process, is seen by the next search: never a stale vector.
+        The key (``_data_key``) moves with any write, here or in another process,
+        so the next search sees it: never a stale vector.
         """
-        with self.store._lock:
-            conn = self.store._conn
-            key = (conn.total_changes, conn.execute("PRAGMA data_version").fetchone()[0])
+        key = self._data_key()
         cached = self._cache.get(model_id)
         if cached is not None and cached[0] == key:
             return cached[1], cached[2]

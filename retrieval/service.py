@@ -16,6 +16,10 @@
   the answer is ``no_document``; then the legs run once more without the
   permission filter and, if that would have answered, ``no_access`` (nothing
   of that second run is returned).
+- The question is encoded on a worker thread while the keyword leg runs on the
+  caller's (onnxruntime and sqlite3 both release the GIL, so on two cores the
+  legs overlap), and the vectors of the last ``query_cache_size`` questions
+  are kept (``embeddings.query_cache``): a repeated question is not encoded.
 - When the filters leave no more than k chunks, all of them come back, ranked
   (those neither leg found last, with score 0).
 - Neighbours: the ``related`` links of each ranked passage (an exception and
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
@@ -34,6 +39,8 @@ from analysis.languages import detect, normalise
 from analysis.terms import query_terms
 from chunker.model import Chunk
 from embeddings.encoder import Encoder
+from embeddings.query_cache import DEFAULT_SIZE as QUERY_CACHE_SIZE
+from embeddings.query_cache import QueryVectors
 from retrieval.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
 from retrieval.models import Freshness, Passage, SearchRequest, SearchResponse, Status
 from retrieval.provenance import passage
@@ -47,6 +54,11 @@ DEFAULT_KEYWORD_THRESHOLD = 0.5  # share of the question's terms in the best pas
 # Below this detector probability the question is also analysed in English.
 SURE_LANGUAGE = 0.95
 CANDIDATES = 50  # hits asked of each leg before fusion
+# Threads that encode questions while the keyword leg runs: two cores, and onnxruntime's
+# own threads do the arithmetic.
+ENCODER_THREADS = 2
+
+VectorSource = Callable[[], Vector | None]
 
 
 def _today() -> date:
@@ -74,6 +86,7 @@ class SearchService:
         clock: Callable[[], date] = _today,
         rrf_k: int = DEFAULT_RRF_K,
         candidates: int = CANDIDATES,
+        query_cache_size: int = QUERY_CACHE_SIZE,
     ) -> None:
         self.index = index
         self.encoder = encoder
@@ -83,6 +96,15 @@ class SearchService:
         self.clock = clock
         self.rrf_k = rrf_k
         self.candidates = candidates
+        self.query_vectors = (
+            QueryVectors(encoder, query_cache_size) if encoder is not None else None
+        )
+        # Threads start on the first search and end with close() or when the service goes.
+        self._encoding = ThreadPoolExecutor(ENCODER_THREADS, thread_name_prefix="query-encoder")
+
+    def close(self) -> None:
+        """Stop the encoding threads (idle ones; a search in flight finishes first)."""
+        self._encoding.shutdown(wait=True)
 
     @property
     def active_threshold(self) -> float:
@@ -94,9 +116,7 @@ class SearchService:
         as_of = request.as_of or self.clock()
         filters = SearchFilters(as_of, tuple(request.scope), labels)
         terms = query_terms(request.question, self._languages(request))
-        vector = None
-        if self.encoder is not None:
-            vector = self.encoder.encode([request.question], kind="query")[0]
+        vector = self._start_encoding(request.question)
         ranked = self._rank(terms, vector, filters, request.k)
         status: Status = "ok"
         if not self._answers(ranked):
@@ -123,6 +143,13 @@ class SearchService:
         )
 
     # -- ranking -----------------------------------------------------------
+    def _start_encoding(self, question: str) -> VectorSource:
+        """The question's vector, being encoded meanwhile: call the result to wait for it."""
+        vectors = self.query_vectors
+        if vectors is None:
+            return lambda: None
+        return self._encoding.submit(vectors.vector, question).result
+
     def _languages(self, request: SearchRequest) -> list[str | None]:
         if request.language:
             return [normalise(request.language)]
@@ -132,7 +159,7 @@ class SearchService:
         return [code] if code == "en" or probability >= SURE_LANGUAGE else [code, "en"]
 
     def _rank(
-        self, terms: list[str], vector: Vector | None, filters: SearchFilters, k: int
+        self, terms: list[str], vector: VectorSource, filters: SearchFilters, k: int
     ) -> _Ranked:
         keyword, dense = self._legs(terms, vector, filters)
         by_id = {h.chunk_id: h.chunk for h in (*keyword, *dense)}
@@ -156,19 +183,24 @@ class SearchService:
         return _Ranked(chunks, scores, confidence)
 
     def _legs(
-        self, terms: list[str], vector: Vector | None, filters: SearchFilters
+        self, terms: list[str], vector: VectorSource, filters: SearchFilters
     ) -> tuple[list[SearchHit], list[SearchHit]]:
-        dense_query = None
-        if self.encoder is not None and vector is not None:
-            dense_query = (self.encoder.model_id, vector)
         if isinstance(self.index, BothLegs):  # one round trip (Elasticsearch's _msearch)
-            return self.index.both_legs(terms, dense_query, filters, self.candidates)
+            return self.index.both_legs(terms, self._dense_query(vector()), filters,
+                                        self.candidates)
+        # the keyword leg runs while the question is being encoded
         keyword = self.index.keyword_search(terms, filters, self.candidates) if terms else []
+        dense_query = self._dense_query(vector())
         dense = (
             self.index.vector_search(*dense_query, filters, self.candidates)
             if dense_query is not None else []
         )
         return keyword, dense
+
+    def _dense_query(self, vector: Vector | None) -> tuple[str, Vector] | None:
+        if self.encoder is None or vector is None:
+            return None
+        return self.encoder.model_id, vector
 
     def _answers(self, ranked: _Ranked) -> bool:
         return (

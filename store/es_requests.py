@@ -137,8 +137,10 @@ def access_message(what: str, exc: ApiError) -> str:
     if status == 401:
         return (f"Elasticsearch at {where} refused the credentials (401): check "
                 f"elasticsearch_username/password or elasticsearch_api_key")
-    return (f"Elasticsearch at {where} denied {what} ({exc}): the user or API "
-            "key of elasticsearch_username / elasticsearch_api_key lacks the privilege")
+    error = exc.body.get("error") if isinstance(exc.body, dict) else None
+    reason = error.get("reason") if isinstance(error, dict) else None
+    return (f"Elasticsearch at {where} denied {what} (403: {reason or exc.message}): the user "
+            "or API key of elasticsearch_username / elasticsearch_api_key lacks the privilege")
 
 
 def parse_dt(value: object) -> datetime | None:

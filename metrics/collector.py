@@ -97,6 +97,7 @@ class FreshnessCollector(Collector):
         for document_id, reason in snapshot.unreadable[:cap]:
             named.add_metric([document_id, reason], 1.0)
         yield named
+        yield _gauge(d.OTHER_OWNER_DOCUMENTS, snapshot.other_owner_documents)
         yield _gauge(d.FUTURE_DATED, snapshot.future_dated)
         yield _gauge(d.LEFTOVER_VERSIONS, snapshot.leftover_versions)
         yield _gauge(d.LEFTOVER_DOCUMENTS, snapshot.leftover_documents)

@@ -57,6 +57,12 @@ UNREADABLE_DOCUMENT = MetricDef(
     "its reason: which files to fix.",
     ("document_id", "reason"),
 )
+OTHER_OWNER_DOCUMENTS = MetricDef(
+    P + "other_owner_documents", "gauge",
+    "Documents the index gives to another source than the monitor's (one owner per "
+    "document: e.g. a CMS webhook's beside a folder). Not compared with this source: no lag "
+    "figure, never deleted_at_source; their own source's monitor measures them.",
+)
 FUTURE_DATED = MetricDef(
     P + "future_dated_documents", "gauge",
     "Source documents whose changed_at is after the monitor's clock (clock skew).",
@@ -119,7 +125,7 @@ MONITOR_BUILD = MetricDef(
 
 ALL: tuple[MetricDef, ...] = (
     DOCUMENT_LAG, DOCUMENT_LAG_SERIES_DROPPED, MAX_LAG, LAG_P95, DOCUMENTS_BEHIND,
-    UNREADABLE_DOCUMENTS, UNREADABLE_DOCUMENT, FUTURE_DATED,
+    UNREADABLE_DOCUMENTS, UNREADABLE_DOCUMENT, OTHER_OWNER_DOCUMENTS, FUTURE_DATED,
     LEFTOVER_VERSIONS, LEFTOVER_DOCUMENTS, LEFTOVER_AGE, SOURCE_DOCUMENTS, INDEXED_DOCUMENTS,
     CHUNKS_EXAMINED, LAG_BOUND, LEFTOVER_BOUND, LAST_SUCCESS, SOURCE_LAST_SUCCESS,
     SOURCE_FAILURES, SOURCE_CONSECUTIVE_FAILURES, INDEX_FAILURES, INDEX_CONSECUTIVE_FAILURES,

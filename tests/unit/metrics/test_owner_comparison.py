@@ -9,9 +9,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from prometheus_client import CollectorRegistry
+from support.chunks import make_chunk
+from support.sources import ListSource
+
+from metrics.collector import FreshnessCollector
 from metrics.freshness import FreshnessSnapshot, LagMemory, measure
+from metrics.monitor import FreshnessMonitor
 from policy_indexer.status_report import StatusReport, document_statuses
 from sources.base import SourceEntry
+from store.memory import InMemoryStore
 from store.model import ChunkRef, DocumentState
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -73,3 +80,27 @@ def test_status_shows_another_sources_documents_as_other_owner() -> None:
     report = StatusReport("embedded", "x", "folder", NOW, docs)
     assert report.behind == 2
     assert report.max_lag_seconds == HOUR.total_seconds()  # refunds; clash (5 h) not measured
+
+
+def test_the_monitors_metrics_leave_another_sources_documents_out_of_lag() -> None:
+    """The issue's report: webhook-only documents grew a lag until the max-lag alert fired."""
+    source, store = ListSource(), InMemoryStore()  # the source is named "memory"
+    source.put(SourceEntry("own", 2, NOW - HOUR))
+    for doc, owner in (("own", "memory"), ("webhook-a", "cms"), ("webhook-b", "cms")):
+        store.write_chunks([make_chunk(doc, 2, "s0")])
+        store.put_state(DocumentState(doc, 2, NOW - 5 * HOUR, NOW - 4 * HOUR,
+                                      chunk_ids=(f"{doc}@v2#s0",), owner=owner))
+    now = [NOW]
+    monitor = FreshnessMonitor(source, store, clock=lambda: now[0])
+    registry = CollectorRegistry()
+    registry.register(FreshnessCollector(monitor, lag_bound_seconds=600,
+                                         leftover_bound_seconds=1800, version="t",
+                                         clock=lambda: now[0]))
+    assert monitor.run_cycle() is not None
+    now[0] = NOW + 10 * HOUR  # a second cycle, and the scrape, much later: nothing grew
+    assert monitor.run_cycle() is not None
+    get = registry.get_sample_value
+    assert get("policy_indexer_max_lag_seconds") == 0
+    assert get("policy_indexer_documents_behind", {"status": "deleted_at_source"}) == 0
+    assert get("policy_indexer_other_owner_documents") == 2
+    assert get("policy_indexer_indexed_documents") == 3

@@ -39,6 +39,7 @@ from store.base import Store
 from store.elasticsearch import ElasticsearchStore
 from store.errors import StoreError
 from store.es_mappings import IndexLayout
+from store.es_requests import translate
 from store.sqlite import SQLiteStore
 from transport.consumer import EventConsumer
 from transport.local_clients import LocalQueueConsumer, LocalQueuePublisher
@@ -405,6 +406,11 @@ class KafkaBackends:
         from embeddings.cache_elasticsearch import ElasticsearchEmbeddingCache  # noqa: PLC0415
 
         cache = ElasticsearchEmbeddingCache(self.es.client, self.settings.index_prefix)
+        # Asked through the store's translation first, so that refused credentials or an
+        # unverified certificate are its one line (StoreAccessError), which every command
+        # prints, not an embedding-cache error that calls them "unreachable".
+        translate(f"check index {cache.index!r}", self.es.client.indices.exists,
+                  index=cache.index)
         cache.ensure_ready()
         return cache
 

@@ -287,7 +287,8 @@ def test_the_commands_work_through_the_proxy(
     assert proxy.counts.refused == 0 and proxy.counts.forwarded > 0, proxy.counts
 
 
-@pytest.mark.parametrize("command", [["reindex"], ["status"]])
+@pytest.mark.parametrize("command", [["reindex"], ["status"], ["search", "refunds"],
+                                     ["embed", "--once"]])
 def test_a_wrong_password_is_one_clear_line(
     tmp_path: Path, secured: Secured, command: list[str]
 ) -> None:
@@ -334,9 +335,12 @@ def test_the_proxy_answers_401_as_elasticsearch_security_does(proxy: TlsAuthProx
     assert proxy.counts.connections == 1 and proxy.counts.chunked_bodies == 1, proxy.counts
 
 
-@pytest.mark.parametrize("case", ["another CA", "self-signed, no CA set", "no CA set"])
+@pytest.mark.parametrize(("case", "command"), [
+    ("another CA", ["reindex"]), ("self-signed, no CA set", ["reindex"]),
+    ("no CA set", ["reindex"]), ("another CA", ["search", "refunds"]),
+])
 def test_a_certificate_that_cannot_be_verified_is_one_clear_line(
-    tmp_path: Path, secured: Secured, elasticsearch_url: str, case: str
+    tmp_path: Path, secured: Secured, elasticsearch_url: str, case: str, command: list[str]
 ) -> None:
     certs, unique = secured.certs, secured.unique
     server = certs.self_signed if case.startswith("self-signed") else certs.server
@@ -344,7 +348,7 @@ def test_a_certificate_that_cannot_be_verified_is_one_clear_line(
         else {}
     with TlsAuthProxy(upstream(elasticsearch_url), server.chain, server.key, username=USER,
                       password=PASSWORD) as node:
-        done = cli(["reindex"], cli_env(unique, node.url, tmp_path,
+        done = cli(command, cli_env(unique, node.url, tmp_path,
                                         elasticsearch_username=USER,
                                         elasticsearch_password=PASSWORD, **more))
         line = assert_one_clear_line(

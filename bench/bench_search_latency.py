@@ -3,6 +3,8 @@
     .venv/bin/python bench/bench_search_latency.py                       # 10k and 100k, both stores
     .venv/bin/python bench/bench_search_latency.py --sizes 10000 --stores sqlite --queries 100
     .venv/bin/python bench/bench_search_latency.py --encoder none --json
+    # SQLite before/after in one run: the code at REV and the working tree, alternating
+    .venv/bin/python bench/bench_search_latency.py --stores sqlite --sizes 10000 --baseline REV
 
 1. The index: generated documents of 10 chunks, each chunk ~100 words drawn as a
    window of the basecamp library's text (real vocabulary and term frequencies,
@@ -28,6 +30,14 @@
    - ``bare``: SQLite: FTS5 ``MATCH`` of the question's words over the chunks'
      text, BM25, top 5; Elasticsearch: one ``match`` query on ``text``, top 5.
      Neither has filters, analysis, a dense leg or fusion: the floor.
+5. ``--baseline REV`` (SQLite): the same file is searched by the code at git
+   revision REV and by the working tree, each in its own process (``git archive``
+   of REV in a temporary folder, first on ``sys.path``), alternating over
+   ``--rounds`` rounds so that both see the same machine load; the report gives
+   each one's figures over all rounds, each round's p95 (the spread), and the
+   ratio before / after. ``--query-cache off`` asks the working tree's service to
+   keep no question vectors (the questions are cycled, so a cache would answer
+   most repeats: "on" is also measured, as its own row).
 Goals (issue 17): p95 < 150 ms embedded, < 250 ms Elasticsearch, encoding included.
 """
 
@@ -35,12 +45,14 @@ from __future__ import annotations
 
 import argparse
 import functools
+import inspect
 import json
 import os
 import random
 import re
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -53,7 +65,10 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# The code measured: the working tree, or (in a ``--measure-db`` process of ``--baseline``)
+# another revision's tree.
+CODE_ROOT = Path(os.environ.get("BENCH_CODE_ROOT") or ROOT).resolve()
+sys.path.insert(0, str(CODE_ROOT))
 
 from chunker.model import Chunk, DocumentMetadata, Neighbours, chunk_id  # noqa: E402
 from embeddings.encoder import Encoder  # noqa: E402
@@ -171,6 +186,15 @@ def summary(ms: list[float]) -> dict[str, float]:
 
 def measure(service: SearchService, refusing: SearchService, bare: Callable[[str], object],
             asked: list[SearchRequest], *, warmup: int) -> dict[str, dict[str, float]]:
+    times, statuses = measure_raw(service, refusing, bare, asked, warmup=warmup)
+    result: dict[str, dict[str, float]] = {name: summary(ms) for name, ms in times.items() if ms}
+    result["statuses"] = {k: float(v) for k, v in statuses.items()}
+    return result
+
+
+def measure_raw(service: SearchService, refusing: SearchService, bare: Callable[[str], object],
+                asked: list[SearchRequest], *, warmup: int
+                ) -> tuple[dict[str, list[float]], dict[str, int]]:
     encoder = service.encoder
     for request in asked[:warmup]:
         service.search(request, CALLER)
@@ -187,9 +211,20 @@ def measure(service: SearchService, refusing: SearchService, bare: Callable[[str
             times["encode"].append(timed(functools.partial(
                 encoder.encode, [request.question], kind="query")))
         times["bare"].append(timed(functools.partial(bare, request.question)))
-    result = {name: summary(ms) for name, ms in times.items() if ms}
-    result["statuses"] = {k: float(v) for k, v in statuses.items()}
-    return result
+    return times, statuses
+
+
+def fts_bare(path: Path) -> tuple[Callable[[str], object], Callable[[], None]]:
+    """SQLite's floor: FTS5 MATCH of the question's words over the text, BM25, top 5."""
+    raw = sqlite3.connect(str(path))
+
+    def bare(question: str) -> object:
+        match = fts5_match(question)
+        return raw.execute(
+            "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
+            "ORDER BY bm25(chunks_fts) LIMIT 5", (match,)).fetchall()
+
+    return bare, raw.close
 
 
 def sqlite_case(tmp: Path, n: int, words: list[str], model_id: str
@@ -198,16 +233,10 @@ def sqlite_case(tmp: Path, n: int, words: list[str], model_id: str
     store.ensure_ready()
     search = SQLiteSearchIndex(store)
     load_s = fill(store, search, n, words, model_id)
-    raw = sqlite3.connect(str(store.path))
-
-    def bare(question: str) -> object:
-        match = fts5_match(question)
-        return raw.execute(
-            "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
-            "ORDER BY bm25(chunks_fts) LIMIT 5", (match,)).fetchall()
+    bare, close_bare = fts_bare(store.path)
 
     def close() -> None:
-        raw.close()
+        close_bare()
         store.close()
 
     return search, bare, close, load_s
@@ -240,6 +269,95 @@ def es_case(url: str, n: int, words: list[str], model_id: str
     return search, bare, close, load_s
 
 
+def requests(count: int) -> list[SearchRequest]:
+    """The questions, cycled, every other one with a city scope (the same in every process)."""
+    rng = random.Random(5)
+    pool = questions()
+    return [SearchRequest(question=pool[i % len(pool)], as_of=AS_OF,
+                          scope=[rng.choice(CITIES)] if i % 2 else [])
+            for i in range(count)]
+
+
+def services(index: Any, encoder: Encoder | None, query_cache: bool
+             ) -> tuple[SearchService, SearchService]:
+    """(answering, refusing) services; ``query_cache`` off keeps no question vectors, where
+    the code measured has that cache at all (a baseline before it is measured as it is)."""
+    options: dict[str, Any] = {"clock": lambda: AS_OF}
+    if not query_cache and "query_cache_size" in inspect.signature(SearchService).parameters:
+        options["query_cache_size"] = 0
+    return (SearchService(index, encoder, threshold=-1.0, keyword_threshold=-1.0, **options),
+            SearchService(index, encoder, threshold=2.0, keyword_threshold=2.0, **options))
+
+
+def measure_db(args: argparse.Namespace) -> None:
+    """One process of ``--baseline``: search an existing SQLite file, print the raw times."""
+    loaded = sys.modules["store.sqlite_search"].__file__ or ""
+    if not Path(loaded).resolve().is_relative_to(CODE_ROOT):
+        raise SystemExit(f"store.sqlite_search came from {loaded}, not from {CODE_ROOT}")
+    encoder = MiniLMEncoder() if args.encoder == "minilm" else None
+    store = SQLiteStore(args.measure_db)
+    bare, close_bare = fts_bare(args.measure_db)
+    try:
+        service, refusing = services(SQLiteSearchIndex(store), encoder, args.query_cache == "on")
+        times, statuses = measure_raw(service, refusing, bare, requests(args.queries),
+                                      warmup=args.warmup)
+    finally:
+        close_bare()
+        store.close()
+    print(json.dumps({"times": times, "statuses": statuses}))
+
+
+def compare_sqlite(args: argparse.Namespace, tmp: Path, n: int, words: list[str],
+                   model_id: str) -> list[dict[str, Any]]:
+    """The baseline revision and the working tree over one SQLite file, rounds alternating."""
+    baseline = tmp / "baseline"
+    if not baseline.exists():
+        baseline.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive, check=True)
+    index, _bare, close, load_s = sqlite_case(tmp, n, words, model_id)
+    path = index.store.path
+    close()
+    codes = [(f"baseline {args.baseline}", baseline, "on"),
+             ("working tree", ROOT, args.query_cache)]
+    if args.query_cache == "off":
+        codes.append(("working tree, query cache on", ROOT, "on"))
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in codes}
+    loads: list[float] = [os.getloadavg()[0]]
+    for round_no in range(args.rounds):
+        for name, root, cache in codes if round_no % 2 == 0 else codes[::-1]:
+            command = [sys.executable, str(Path(__file__).resolve()), "--measure-db", str(path),
+                       "--queries", str(args.queries), "--warmup", str(args.warmup),
+                       "--encoder", args.encoder, "--query-cache", cache]
+            done = subprocess.run(command, check=True, capture_output=True, text=True,
+                                  env={**os.environ, "BENCH_CODE_ROOT": str(root)})
+            runs[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
+            loads.append(os.getloadavg()[0])
+    rows = []
+    for name, _, _ in codes:
+        merged: dict[str, list[float]] = {}
+        for run in runs[name]:
+            for what, ms in run["times"].items():
+                merged.setdefault(what, []).extend(ms)
+        row: dict[str, Any] = {
+            "store": "sqlite", "code": name, "chunks": n, "encoder": args.encoder,
+            "queries": len(merged["search"]), "rounds": args.rounds, "load_s": round(load_s, 1),
+            "loadavg_1m": [round(min(loads), 1), round(max(loads), 1)],
+            **{what: summary(ms) for what, ms in merged.items() if ms},
+            "search_p95_by_round": [summary(run["times"]["search"])["p95"]
+                                    for run in runs[name]],
+            "statuses": runs[name][0]["statuses"],
+        }
+        rows.append(row)
+    before = rows[0]
+    for row in rows[1:]:
+        row["ratio_before_after"] = {
+            what: {q: round(before[what][q] / row[what][q], 2) for q in ("p50", "p95")}
+            for what in ("search", "refused") if what in row}
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -250,7 +368,18 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--es-url", default="http://127.0.0.1:9200")
     parser.add_argument("--json", action="store_true", help="one JSON object at the end")
+    parser.add_argument("--baseline", metavar="REV",
+                        help="SQLite: also measure the code at this git revision, alternating")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="with --baseline: processes per code, alternating")
+    parser.add_argument("--query-cache", choices=["on", "off"], default="off",
+                        help="the working tree's question-vector cache (off: every question "
+                             "is encoded, as the baseline does)")
+    parser.add_argument("--measure-db", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.measure_db is not None:
+        measure_db(args)
+        return
 
     encoder: Encoder | None = None
     model_id = "random-unit@384"
@@ -258,25 +387,25 @@ def main() -> None:
         encoder = MiniLMEncoder()
         model_id = encoder.model_id
     words = corpus_words()
-    rng = random.Random(5)
-    pool = questions()
-    asked = [SearchRequest(question=pool[i % len(pool)], as_of=AS_OF,
-                           scope=[rng.choice(CITIES)] if i % 2 else [])
-             for i in range(args.queries)]
+    asked = requests(args.queries)
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-search-") as tmp:
         for n in args.sizes:
             for kind in args.stores:
+                if kind == "sqlite" and args.baseline:
+                    rows = compare_sqlite(args, Path(tmp), n, words, model_id)
+                    results += rows
+                    if not args.json:
+                        for row in rows:
+                            print(render(row), flush=True)
+                    continue
                 if kind == "sqlite":
                     index, bare, close, load_s = sqlite_case(Path(tmp), n, words, model_id)
                 else:
                     index, bare, close, load_s = es_case(args.es_url, n, words, model_id)
                 load_before = os.getloadavg()[0]
                 try:
-                    service = SearchService(index, encoder, threshold=-1.0,
-                                            keyword_threshold=-1.0, clock=lambda: AS_OF)
-                    refusing = SearchService(index, encoder, threshold=2.0,
-                                             keyword_threshold=2.0, clock=lambda: AS_OF)
+                    service, refusing = services(index, encoder, args.query_cache == "on")
                     figures = measure(service, refusing, bare, asked, warmup=args.warmup)
                 finally:
                     close()
@@ -297,9 +426,15 @@ def render(row: dict[str, Any]) -> str:
         f = row.get(name)
         return f"{name} p50 {f['p50']:.1f} p95 {f['p95']:.1f}" if f else f"{name} n/a"
 
-    return (f"{row['store']:13} {row['chunks']:>7} chunks (loaded in {row['load_s']:.0f} s): "
+    code = f" [{row['code']}]" if "code" in row else ""
+    extra = ""
+    if "search_p95_by_round" in row:
+        extra += f", search p95 by round {row['search_p95_by_round']}"
+    if "ratio_before_after" in row:
+        extra += f", before/after {row['ratio_before_after']}"
+    return (f"{row['store']}{code} {row['chunks']:>7} chunks (loaded in {row['load_s']:.0f} s): "
             + " | ".join(cell(n) for n in ("search", "refused", "encode", "bare"))
-            + f"  ms  statuses {row['statuses']}, load {row['loadavg_1m']}")
+            + f"  ms  statuses {row['statuses']}, load {row['loadavg_1m']}{extra}")
 
 
 def _cpus() -> int:

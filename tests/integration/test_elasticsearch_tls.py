@@ -11,9 +11,14 @@ and the setting, with no traceback and no password.
 
 from __future__ import annotations
 
+import base64
+import http.client
 import os
 import socket
+import ssl
 import subprocess
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
@@ -309,9 +314,6 @@ def test_a_wrong_password_is_one_clear_line(
 def test_the_proxy_answers_401_as_elasticsearch_security_does(proxy: TlsAuthProxy,
                                                               certs: Certificates) -> None:
     """What the client sees is what a secured cluster says (a test of the test's proxy)."""
-    import http.client
-    import ssl
-
     context = ssl.create_default_context(cafile=str(certs.ca.files.cert))
     conn = http.client.HTTPSConnection("127.0.0.1", proxy.port, context=context, timeout=10)
     try:
@@ -321,7 +323,6 @@ def test_the_proxy_answers_401_as_elasticsearch_security_does(proxy: TlsAuthProx
         assert refused.getheader("WWW-Authenticate") == 'Basic realm="security", charset="UTF-8"'
         assert b"security_exception" in refused.read()
         # the same connection goes on (keep-alive); a chunked body is forwarded whole
-        import base64
         token = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
         body = iter([b'{"query":', b'{"match_all":{}},', b'"size":0}'])
         conn.request("POST", "/_search", body=body, encode_chunked=True,
@@ -409,3 +410,39 @@ def test_a_kafka_worker_indexes_through_the_proxy(
         worker.kill()
         direct.close()
     assert proxy.counts.refused == 0 and proxy.counts.forwarded > 0, proxy.counts
+
+
+def readyz(port: int) -> int:
+    """``/readyz``'s status code (0 while nothing answers)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as err:
+        return int(err.code)
+    except OSError:
+        return 0
+
+
+def test_a_kafka_worker_refused_by_elasticsearch_stays_up_not_ready_and_says_why(
+    tmp_path: Path, secured_pipeline: Pipeline, proxy: TlsAuthProxy,
+) -> None:
+    wrong = tmp_path / "wrong-password"
+    wrong.write_text("not-" + PASSWORD)
+    port = free_port()
+    worker = secured_pipeline.start_worker(
+        tmp_path / "logs", metrics_port=str(port), elasticsearch_password_file=str(wrong))
+    refusal = (f"StoreAccessError: Elasticsearch at {proxy.url} refused the credentials (401): "
+               "check elasticsearch_username/password or elasticsearch_api_key")
+    try:
+        health = wait_until(lambda: healthz(port), 60, "the worker to say why it is not ready",
+                            accept=lambda h: h.get("last_error") == refusal,
+                            on_timeout=worker.tail)
+        assert health["status"] == "starting", health
+        assert readyz(port) == 503
+        wait_until(lambda: proxy.counts.refused, 30, "the worker to try again",
+                   accept=lambda n: n >= 2, on_timeout=worker.tail)
+        assert worker.stop() == 0, worker.tail()
+    finally:
+        worker.kill()
+    assert "not-" + PASSWORD not in worker.log.read_text()
+    assert proxy.counts.forwarded == 0

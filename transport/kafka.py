@@ -1,4 +1,11 @@
-"""The one Kafka module: how this system produces, consumes and creates topics (kafka-python 3.x).
+"""The one Kafka module: how this system connects, produces, consumes and creates topics.
+
+Every client the project makes (producer, consumer, admin) is built from one
+``KafkaConnection`` (``transport.kafka_connection``): the brokers, the security
+protocol, SASL credentials, a CA and an optional client certificate. A plain
+``"host:port,..."`` string is accepted wherever a connection is, as a PLAINTEXT
+connection, which keeps tests and local call sites short. This module is the
+front door: it re-exports the connection and the topics (``transport.kafka_topics``).
 
 Every producer of the system (the webhook's publisher, the worker's dead-letter
 sink, ``policy-indexer replay --to kafka``) is built by ``new_producer`` from one
@@ -12,40 +19,59 @@ translates Kafka's errors to the transport's own (``transport.publisher``)::
     ├── PublishUnavailable   no acknowledgement in time, or a retriable refusal
     └── PublishRejected      the broker will not store it (e.g. too large)
 
+A client that cannot be made at all raises one line saying why, found by
+``transport.kafka_diagnose`` (kafka-python itself only times out)::
+
+    KafkaConnectError
+    ├── KafkaUnreachable     nothing answered: down, network, wrong address (retry)
+    └── KafkaRefused         it answered and refused this configuration: SASL login
+                             failed, certificate not trusted, TLS vs plaintext port;
+                             retrying will not mend it until the configuration changes
+
 ``new_consumer`` is the worker's consumer group member (explicit commits, sized
-for the largest event) and ``ensure_topics`` the one admin call (topic creation,
-partitions from settings). Keys are document ids, so every change of one
-document lands on one partition, in order.
+for the largest event); ``ensure_topics`` and ``check_topics`` create and verify
+the topics (partitions, replication factor, ``min.insync.replicas``,
+``max.message.bytes``). Keys are document ids, so every change of one document
+lands on one partition, in order.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer
-from kafka.admin import KafkaAdminClient, NewTopic
-from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
+from kafka.errors import KafkaError, KafkaTimeoutError
 
+from transport.kafka_connection import KafkaConnection, as_connection, broker_list
+from transport.kafka_diagnose import (
+    KafkaConnectError,
+    KafkaRefused,
+    KafkaUnreachable,
+    capture_client_errors,
+    diagnose,
+)
+from transport.kafka_topics import (
+    KAFKA_MAX_MESSAGE_BYTES,
+    TopicsCreated,
+    TopicSpec,
+    check_topics,
+    ensure_topics,
+    open_admin,
+)
 from transport.publisher import PublishRejected, PublishUnavailable
 
-# The largest change event a topic must hold: a 10 MiB webhook body plus the event's
-# own fields. Kafka's default (~1 MiB) would refuse every large policy document.
-KAFKA_MAX_MESSAGE_BYTES = 11 * 1024 * 1024
+__all__ = [
+    "KAFKA_MAX_MESSAGE_BYTES", "KafkaConnectError", "KafkaConnection", "KafkaRefused",
+    "KafkaUnreachable", "ProducerPolicy", "TopicSpec", "TopicsCreated", "as_connection",
+    "broker_list", "check_topics", "ensure_topics", "new_consumer", "new_producer",
+    "open_admin", "send", "translate",
+]
+
 # How much longer than the producer's own delivery timeout we wait for its verdict.
 VERDICT_GRACE_SECONDS = 2.0
 
 Headers = list[tuple[str, bytes]]
-
-
-def broker_list(bootstrap_servers: str) -> list[str]:
-    """``"a:9092, b:9092"`` as a list; a value naming no broker is refused by name."""
-    servers = [s.strip() for s in bootstrap_servers.split(",") if s.strip()]
-    if not servers:
-        raise ValueError(f"bootstrap_servers={bootstrap_servers!r} names no broker")
-    return servers
 
 
 @dataclass(frozen=True)
@@ -67,10 +93,10 @@ class ProducerPolicy:
         """How long ``send`` waits: past the producer's own delivery timeout."""
         return self.timeout_seconds + VERDICT_GRACE_SECONDS
 
-    def options(self, bootstrap_servers: str) -> dict[str, Any]:
+    def options(self, connection: KafkaConnection | str) -> dict[str, Any]:
         timeout_ms = max(1, int(self.timeout_seconds * 1000))
         return {
-            "bootstrap_servers": broker_list(bootstrap_servers),
+            **as_connection(connection).client_options(),
             "client_id": self.client_id,
             "acks": "all",
             "enable_idempotence": True,
@@ -84,13 +110,18 @@ class ProducerPolicy:
         }
 
 
-def new_producer(bootstrap_servers: str, policy: ProducerPolicy | None = None) -> KafkaProducer:
-    """A producer on the one policy; Kafka's errors while connecting become ``PublishError``."""
+def new_producer(
+    connection: KafkaConnection | str, policy: ProducerPolicy | None = None
+) -> KafkaProducer:
+    """A producer on the one policy; a failure to connect is ``PublishUnavailable``, saying why."""
     policy = policy or ProducerPolicy()
+    connection = as_connection(connection)
     try:
-        return KafkaProducer(**policy.options(bootstrap_servers))
+        with capture_client_errors() as seen:
+            return KafkaProducer(**policy.options(connection))
     except KafkaError as exc:
-        raise translate(exc, f"Kafka at {bootstrap_servers}", policy) from exc
+        reason = diagnose(connection, exc, seen, timeout_s=policy.timeout_seconds)
+        raise PublishUnavailable(str(reason)) from exc
 
 
 def send(
@@ -128,43 +159,32 @@ def translate(
 
 
 def new_consumer(
-    bootstrap_servers: str,
+    connection: KafkaConnection | str,
     group_id: str,
     *,
     max_poll_records: int = 200,
     session_timeout_ms: int = 10000,
     heartbeat_interval_ms: int = 2000,
 ) -> KafkaConsumer:
-    """A member of ``group_id`` that commits only when told, sized for the largest event."""
-    return KafkaConsumer(
-        bootstrap_servers=broker_list(bootstrap_servers),
-        group_id=group_id,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        max_poll_records=max_poll_records,
-        session_timeout_ms=session_timeout_ms,
-        heartbeat_interval_ms=heartbeat_interval_ms,
-        max_poll_interval_ms=300000,
-        max_partition_fetch_bytes=KAFKA_MAX_MESSAGE_BYTES,
-        fetch_max_bytes=4 * KAFKA_MAX_MESSAGE_BYTES,
-    )
+    """A member of ``group_id`` that commits only when told, sized for the largest event.
 
-
-def ensure_topics(bootstrap_servers: str, topics: Sequence[str], *, partitions: int) -> None:
-    """Create the topics if missing, sized for the largest change event.
-
-    A topic that already exists keeps its configuration: check its
-    ``max.message.bytes`` (docs/indexing.md).
+    A failure to connect is ``KafkaConnectError`` (``KafkaUnreachable`` or
+    ``KafkaRefused``), one line saying why.
     """
-    if partitions < 1:
-        raise ValueError(f"partitions must be at least 1, got {partitions!r}")
-    admin = KafkaAdminClient(bootstrap_servers=broker_list(bootstrap_servers))
+    connection = as_connection(connection)
     try:
-        for topic in topics:
-            with contextlib.suppress(TopicAlreadyExistsError):
-                admin.create_topics([NewTopic(
-                    name=topic, num_partitions=partitions, replication_factor=1,
-                    topic_configs={"max.message.bytes": str(KAFKA_MAX_MESSAGE_BYTES)},
-                )])
-    finally:
-        admin.close()
+        with capture_client_errors() as seen:
+            return KafkaConsumer(
+                **connection.client_options(),
+                group_id=group_id,
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+                max_poll_records=max_poll_records,
+                session_timeout_ms=session_timeout_ms,
+                heartbeat_interval_ms=heartbeat_interval_ms,
+                max_poll_interval_ms=300000,
+                max_partition_fetch_bytes=KAFKA_MAX_MESSAGE_BYTES,
+                fetch_max_bytes=4 * KAFKA_MAX_MESSAGE_BYTES,
+            )
+    except KafkaError as exc:
+        raise diagnose(connection, exc, seen) from exc

@@ -36,7 +36,7 @@ from transport.consumer import (
     ignore_rebalance,
     last_per_partition,
 )
-from transport.kafka import new_consumer
+from transport.kafka import KafkaConnection, new_consumer
 from transport.kafka_reach import CoordinatorWatch
 
 log = structlog.get_logger(__name__)
@@ -66,12 +66,15 @@ class KafkaEventConsumer:
 
     @classmethod
     def connect(
-        cls, bootstrap_servers: str, group_id: str, topic: str, *,
+        cls, connection: KafkaConnection | str, group_id: str, topic: str, *,
         max_poll_records: int = 200, session_timeout_ms: int = 10000,
     ) -> KafkaEventConsumer:
-        """A new member of ``group_id``; Kafka counts as away after one session timeout."""
+        """A new member of ``group_id``; Kafka counts as away after one session timeout.
+
+        ``KafkaConnectError`` (one line) when the consumer cannot be made.
+        """
         consumer = new_consumer(
-            bootstrap_servers, group_id, max_poll_records=max_poll_records,
+            connection, group_id, max_poll_records=max_poll_records,
             session_timeout_ms=session_timeout_ms,
             heartbeat_interval_ms=max(500, session_timeout_ms // 5),
         )

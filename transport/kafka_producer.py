@@ -30,10 +30,12 @@ from events.model import ChangeEvent
 from transport.kafka import (
     KAFKA_MAX_MESSAGE_BYTES,
     Headers,
+    KafkaConnection,
     ProducerPolicy,
-    broker_list,
+    as_connection,
     send,
 )
+from transport.kafka_diagnose import KafkaRefused, capture_client_errors, diagnose
 from transport.publisher import PublishUnavailable
 
 log = structlog.get_logger(__name__)
@@ -41,7 +43,7 @@ log = structlog.get_logger(__name__)
 
 @dataclass(frozen=True)
 class KafkaPublisherConfig:
-    bootstrap_servers: str
+    bootstrap_servers: KafkaConnection | str  # a connection, or "host:port,..." as PLAINTEXT
     topic: str
     timeout_seconds: float = 5.0
     # The topic's max.message.bytes must be at least this (Kafka's default is ~1 MB).
@@ -57,11 +59,12 @@ class KafkaSender:
     """One lazily connected producer on the policy. Thread-safe; every method blocks."""
 
     def __init__(
-        self, bootstrap_servers: str, policy: ProducerPolicy, *,
+        self, connection: KafkaConnection | str, policy: ProducerPolicy, *,
         reconnect_interval_seconds: float = 1.0,
     ) -> None:
-        self.servers = broker_list(bootstrap_servers)
-        self.bootstrap_servers = bootstrap_servers
+        self.connection = as_connection(connection)
+        self.servers = self.connection.servers()
+        self.bootstrap_servers = self.connection.bootstrap_servers
         self.policy = policy
         self.reconnect_interval_seconds = reconnect_interval_seconds
         self._lock = threading.Lock()
@@ -108,19 +111,23 @@ class KafkaSender:
                 raise PublishUnavailable(
                     f"Kafka at {where} was unreachable; next try in {wait:.1f}s"
                 )
+            seen: list[BaseException] = []
             try:
                 # kafka-python leaks the sockets of a producer whose bootstrap fails:
                 # look before building one.
                 if not any(_tcp_reachable(s, timeout=1.0) for s in self.servers):
                     raise KafkaConnectionError(f"no broker listens at {where}")
-                self._producer = KafkaProducer(**self.policy.options(where))
+                with capture_client_errors() as seen:
+                    self._producer = KafkaProducer(**self.policy.options(self.connection))
             except KafkaError as exc:
                 self._next_attempt = time.monotonic() + self.reconnect_interval_seconds
-                log.warning("kafka unreachable", servers=where,
-                            error=f"{type(exc).__name__}: {exc}")
-                raise PublishUnavailable(
-                    f"cannot connect to Kafka at {where}: {type(exc).__name__}"
-                ) from exc
+                # One line saying why (a refused password, an untrusted CA), never
+                # kafka-python's bare bootstrap timeout.
+                reason = diagnose(self.connection, exc, seen,
+                                  timeout_s=self.policy.timeout_seconds)
+                log.warning("kafka unreachable", servers=where, error=str(reason),
+                            refused=isinstance(reason, KafkaRefused))
+                raise PublishUnavailable(str(reason)) from exc
             log.info("kafka producer connected", servers=where)
             return self._producer
         finally:

@@ -37,6 +37,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "Give every chunk its vector (a process, or --once for a re-embedding job)."),
     "dead-letters": ("policy_indexer.commands.dead_letters:dead_letters",
                      "List, show and retry dead letters (events the workers could not index)."),
+    "topics": ("policy_indexer.commands.topics:topics",
+               "Create or check the Kafka topics (partitions, replicas, min ISR, max size)."),
     "config": ("policy_indexer.commands.config:config",
                "Print the effective settings as JSON, with secrets masked."),
 }

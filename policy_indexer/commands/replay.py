@@ -17,7 +17,9 @@ from policy_indexer.runtime.backends import EmbeddedBackends
 from policy_indexer.runtime.replay import ReplayStopped, replay_embedded, replay_to_kafka
 from policy_indexer.settings import Settings
 from store.errors import StoreError
+from transport.kafka_diagnose import KafkaConnectError
 from transport.local_queue import QueueError
+from transport.publisher import PublishError
 
 
 @click.command()
@@ -42,7 +44,7 @@ def replay(  # noqa: PLR0917 (one parameter per click option)
         return
     try:
         done = replay_to_kafka(settings, changelog, topic=topic, rate=rate, limit=limit)
-    except ChangeLogError as exc:
+    except (ChangeLogError, KafkaConnectError, PublishError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"published {done.published} changes from {changelog} to {done.topic} ({target})")
 

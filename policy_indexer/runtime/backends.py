@@ -29,6 +29,7 @@ from consumers.retry import HealthState
 from consumers.worker import Worker
 from indexing.core import Indexer
 from metrics.definitions import WorkerMetrics
+from policy_indexer.runtime.connections import kafka_connection
 from policy_indexer.runtime.parts import ThreadPart
 from policy_indexer.settings import Settings, mask_url
 from reindex.backends_sqlite import SchedulerDatabase
@@ -309,12 +310,10 @@ class KafkaBackends:
         return cls(settings, open_elasticsearch(settings))
 
     def ensure_topics(self) -> None:
-        """Create the change and dead-letter topics if missing."""
-        from transport.kafka import ensure_topics  # noqa: PLC0415
+        """Create the change and dead-letter topics if missing (``KafkaConnectError`` if not)."""
+        from policy_indexer.runtime.topics import create_configured_topics  # noqa: PLC0415
 
-        s = self.settings
-        ensure_topics(s.kafka_bootstrap_servers, [s.kafka_topic, s.kafka_dead_letter_topic],
-                      partitions=s.kafka_partitions)
+        create_configured_topics(self.settings)
 
     def worker(
         self,
@@ -330,10 +329,11 @@ class KafkaBackends:
         from transport.kafka_producer import KafkaSender  # noqa: PLC0415
 
         s = self.settings
-        sender = KafkaSender(s.kafka_bootstrap_servers, ProducerPolicy())
+        connection = kafka_connection(s)
+        sender = KafkaSender(connection, ProducerPolicy())
         self._closers.append(sender.close)
         consumer = KafkaEventConsumer.connect(
-            s.kafka_bootstrap_servers, s.kafka_group_id, s.kafka_topic,
+            connection, s.kafka_group_id, s.kafka_topic,
             max_poll_records=s.commit_every_records,
             session_timeout_ms=s.kafka_session_timeout_ms,
         )
@@ -391,7 +391,7 @@ class KafkaBackends:
         )
 
         return KafkaEventPublisher(KafkaPublisherConfig(
-            bootstrap_servers=s.kafka_bootstrap_servers,
+            bootstrap_servers=kafka_connection(s),
             topic=s.kafka_topic,
             timeout_seconds=s.webhook_publish_timeout_seconds,
             max_message_bytes=s.webhook_max_body_bytes + EVENT_OVERHEAD_BYTES,
@@ -421,7 +421,7 @@ class KafkaBackends:
 
         s = self.settings
         try:
-            consumer = KafkaConsumer(bootstrap_servers=s.kafka_bootstrap_servers.split(","),
+            consumer = KafkaConsumer(**kafka_connection(s).client_options(),
                                      request_timeout_ms=5000)
         except KafkaError:
             return None

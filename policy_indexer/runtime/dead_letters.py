@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 
 from consumers.dead_letter import DeadLetter
 from policy_indexer.runtime.backends import EmbeddedBackends
+from policy_indexer.runtime.connections import kafka_connection
 from policy_indexer.settings import Settings
 from transport.local_queue import dead_letter_fingerprint
 
@@ -112,13 +113,16 @@ def _kafka_letters(settings: Settings) -> list[DeadLetterView]:
     from kafka import KafkaConsumer, TopicPartition  # noqa: PLC0415
     from kafka.errors import KafkaError  # noqa: PLC0415
 
+    from transport.kafka_diagnose import capture_client_errors, diagnose  # noqa: PLC0415
+
     topic = settings.kafka_dead_letter_topic
+    connection = kafka_connection(settings)
     try:
-        consumer = KafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers.split(","),
-                                 enable_auto_commit=False, request_timeout_ms=10_000)
+        with capture_client_errors() as logged:
+            consumer = KafkaConsumer(**connection.client_options(), enable_auto_commit=False,
+                                     request_timeout_ms=10_000)
     except KafkaError as exc:
-        raise DeadLetterError(f"cannot reach Kafka at {settings.kafka_bootstrap_servers}: "
-                              f"{exc}") from exc
+        raise DeadLetterError(str(diagnose(connection, exc, logged))) from exc
     try:
         parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
         if not parts:
@@ -164,7 +168,7 @@ def _kafka_republish(settings: Settings, letters: Sequence[DeadLetterView]) -> i
     from transport.kafka_producer import KafkaSender  # noqa: PLC0415
     from transport.publisher import PublishError  # noqa: PLC0415
 
-    sender = KafkaSender(settings.kafka_bootstrap_servers, ProducerPolicy())
+    sender = KafkaSender(kafka_connection(settings), ProducerPolicy())
     sent = 0
     try:
         for letter in letters:

@@ -29,6 +29,7 @@ from events.changelog import ChangeLogError, count_lines, read_changelog
 from events.model import ChangeEvent
 from metrics.definitions import WorkerMetrics
 from policy_indexer.runtime.backends import EmbeddedBackends
+from policy_indexer.runtime.connections import kafka_connection
 from policy_indexer.runtime.parts import ThreadPart
 from policy_indexer.settings import Settings
 from transport.local_queue import ConsumerBusy
@@ -168,8 +169,11 @@ def replay_to_kafka(
     from transport.publisher import PublishUnavailable  # noqa: PLC0415
 
     topic = topic or settings.kafka_topic
-    ensure_topics(settings.kafka_bootstrap_servers, [topic], partitions=settings.kafka_partitions)
-    producer = new_producer(settings.kafka_bootstrap_servers)
+    connection = kafka_connection(settings)
+    ensure_topics(connection, [topic], partitions=settings.kafka_partitions,
+                  replication_factor=settings.kafka_replication_factor,
+                  min_insync_replicas=settings.kafka_min_insync_replicas)
+    producer = new_producer(connection)
     total = count_lines(changelog) if limit is None else limit
     sent = 0
     refused: list[BaseException] = []

@@ -19,7 +19,6 @@ import pydantic
 
 from events.model import Action, ChangeEvent, EventMetadata
 
-
 # The owner of what a change log brings (``sources.changelog.ChangeLogSource.name``), so the
 # monitor and the reconcile over the same log compare these documents with it.
 CHANGELOG_SOURCE = "changelog"

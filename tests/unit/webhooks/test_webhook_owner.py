@@ -7,6 +7,7 @@ the rule (``tests/unit/indexing/test_owner.py``); this is the early answer to th
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +19,7 @@ from support.cms_signers import sanity_document, sanity_headers
 from support.webhooks import NOW, SECRET, MemoryPublisher, encode, payload, signed_headers
 
 from sources.folder import MarkdownFolderSource
+from store.elasticsearch import ElasticsearchStore
 from store.errors import TransientStoreError
 from store.memory import InMemoryStore
 from store.model import DocumentState
@@ -123,3 +125,24 @@ def test_an_index_that_cannot_be_read_lets_the_event_through_to_the_guard(
         status, body = post_cms(client, "refunds", version=2)
     assert status == 202, body
     assert [e.document_id for e in publisher.events] == ["refunds"]
+
+
+@pytest.mark.services
+def test_the_kafka_modes_lookup_reads_the_owner_from_elasticsearch(
+    publisher: MemoryPublisher, elasticsearch_url: str
+) -> None:
+    """``policy-indexer webhook`` in the Kafka mode asks the Elasticsearch states."""
+    store = ElasticsearchStore.connect(elasticsearch_url, f"t{uuid.uuid4().hex[:12]}")
+    store.ensure_ready()
+    try:
+        store.put_state(DocumentState("refunds", 3, T0, T0, owner="folder"))
+        app = create_app(WebhookConfig(secrets=(SECRET,)), publisher, CollectorRegistry(),
+                         clock=lambda: NOW, owners=IndexAndFolderOwners(store))
+        with TestClient(app) as client:
+            status, body = post_cms(client, "refunds", version=4)
+            assert status == 409 and "'folder'" in body["detail"], body
+            assert post_cms(client, "other", version=1)[0] == 202
+        assert [e.document_id for e in publisher.events] == ["other"]
+    finally:
+        store.delete_everything()
+        store.close()

@@ -92,6 +92,16 @@ def _match(terms: Sequence[str]) -> str | None:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in unique)
 
 
+def _best(scores: npt.NDArray[np.float32], count: int) -> npt.NDArray[np.intp]:
+    """Indexes of the ``count`` best scores, best first, ties in index order: the prefix of
+    a stable descending sort, without sorting every score (a partition finds the cut)."""
+    if count >= len(scores):
+        return np.argsort(-scores, kind="stable")
+    cut = np.partition(scores, len(scores) - count)[len(scores) - count]
+    above = np.flatnonzero(scores >= cut)  # every tie at the cut, in index order
+    return above[np.argsort(-scores[above], kind="stable")][:count]
+
+
 class SQLiteSearchIndex:
     """Implements ``SearchIndex`` and ``VectorStore`` over a ``SQLiteStore``.
 
@@ -162,15 +172,14 @@ class SQLiteSearchIndex:
                 f"the query {query.shape[0]}"
             )
         scores = matrix @ query
-        order = np.argsort(-scores, kind="stable")
         # Walk the global order, checking the filters in SQL a block at a time (blocks grow
         # 4x): the first `limit` rows that pass are exactly the best `limit` the filters
         # allow, and the usual search reads a few dozen rows, not every row's filters.
         params = _params(filters)
         picked: list[int] = []  # indexes into rowids, best first
         start, step = 0, max(FIRST_BLOCK * limit, MIN_BLOCK)
-        while len(picked) < limit and start < len(order):
-            block = order[start : start + step]
+        while len(picked) < limit and start < len(scores):
+            block = _best(scores, start + step)[start:]
             start, step = start + step, step * 4
             admitted = self._admitted([int(rowids[i]) for i in block], params)
             picked += [int(i) for i in block if int(rowids[i]) in admitted]

@@ -13,6 +13,7 @@ import itertools
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
 
+import numpy as np
 import pytest
 from support.chunks import make_chunk
 
@@ -20,7 +21,7 @@ from chunker.model import Chunk
 from store.model import DocumentState
 from store.search_index import SearchFilters
 from store.sqlite import SQLiteStore
-from store.sqlite_search import RANKED_MATCHES, SQLiteSearchIndex
+from store.sqlite_search import RANKED_MATCHES, SQLiteSearchIndex, _best
 
 T0 = datetime(2027, 1, 1, tzinfo=UTC)
 DAY = date(2027, 4, 1)
@@ -105,3 +106,11 @@ def test_an_old_version_is_never_found_even_when_it_ranks_first(store: SQLiteSto
     store.put_state(DocumentState("doc", 2, T0, T0, (new.chunk_id,)))
     hits = SQLiteSearchIndex(store).keyword_search(["refund"], SearchFilters(DAY), 5)
     assert [h.chunk_id for h in hits] == [new.chunk_id]
+
+
+@pytest.mark.parametrize("count", [1, 3, 7, 50, 64, 100, 1000])
+def test_the_best_scores_are_the_prefix_of_a_stable_sort_ties_included(count: int) -> None:
+    rng = np.random.default_rng(3)
+    scores = rng.choice(np.float32([0.1, 0.5, 0.5, 0.9, -0.2]), size=100).astype(np.float32)
+    full = np.argsort(-scores, kind="stable")
+    assert _best(scores, count).tolist() == full[:count].tolist()

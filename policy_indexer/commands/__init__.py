@@ -39,6 +39,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                      "List, show and retry dead letters (events the workers could not index)."),
     "topics": ("policy_indexer.commands.topics:topics",
                "Create or check the Kafka topics (partitions, replicas, min ISR, max size)."),
+    "doctor": ("policy_indexer.commands.doctor:doctor",
+               "Check what a deployment needs (Kafka, topics, Elasticsearch, source, secrets)."),
     "config": ("policy_indexer.commands.config:config",
                "Print the effective settings as JSON, with secrets masked."),
 }

@@ -48,7 +48,6 @@ from transport.kafka_diagnose import (
     KafkaConnectError,
     KafkaRefused,
     KafkaUnreachable,
-    capture_client_errors,
     diagnose,
 )
 from transport.kafka_topics import (
@@ -117,10 +116,9 @@ def new_producer(
     policy = policy or ProducerPolicy()
     connection = as_connection(connection)
     try:
-        with capture_client_errors() as seen:
-            return KafkaProducer(**policy.options(connection))
+        return KafkaProducer(**policy.options(connection))
     except KafkaError as exc:
-        reason = diagnose(connection, exc, seen, timeout_s=policy.timeout_seconds)
+        reason = diagnose(connection, exc, timeout_s=policy.timeout_seconds)
         raise PublishUnavailable(str(reason)) from exc
 
 
@@ -173,18 +171,17 @@ def new_consumer(
     """
     connection = as_connection(connection)
     try:
-        with capture_client_errors() as seen:
-            return KafkaConsumer(
-                **connection.client_options(),
-                group_id=group_id,
-                enable_auto_commit=False,
-                auto_offset_reset="earliest",
-                max_poll_records=max_poll_records,
-                session_timeout_ms=session_timeout_ms,
-                heartbeat_interval_ms=heartbeat_interval_ms,
-                max_poll_interval_ms=300000,
-                max_partition_fetch_bytes=KAFKA_MAX_MESSAGE_BYTES,
-                fetch_max_bytes=4 * KAFKA_MAX_MESSAGE_BYTES,
-            )
+        return KafkaConsumer(
+            **connection.client_options(),
+            group_id=group_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_poll_records=max_poll_records,
+            session_timeout_ms=session_timeout_ms,
+            heartbeat_interval_ms=heartbeat_interval_ms,
+            max_poll_interval_ms=300000,
+            max_partition_fetch_bytes=KAFKA_MAX_MESSAGE_BYTES,
+            fetch_max_bytes=4 * KAFKA_MAX_MESSAGE_BYTES,
+        )
     except KafkaError as exc:
-        raise diagnose(connection, exc, seen) from exc
+        raise diagnose(connection, exc) from exc

@@ -3,54 +3,54 @@
 kafka-python (3.x) retries every bootstrap failure until its timeout and then
 raises ``KafkaTimeoutError("Unable to bootstrap from [...]")``, whatever the
 cause: a broker that is down, a wrong password, a CA that does not sign the
-broker's certificate and a plaintext client on a TLS port all look the same.
-The cause only goes to its log. So when a client cannot be made:
+broker's certificate and a plaintext client on a TLS port all look the same,
+and the cause goes only to its log (not even reliably there: after a refused
+SASL login its TLS transport often sees the broker close the socket before it
+reads the refusal). So when a client cannot be made, ``diagnose`` probes the
+first bootstrap brokers itself, with a socket that reads each answer before
+the next step:
 
-1. ``capture_client_errors`` has collected the exceptions kafka-python logged
-   while it tried (a SASL login refused by the broker is only known that way);
-2. ``diagnose`` probes the first bootstrap brokers itself with the standard
-   library: a TCP connect, then a TLS handshake with the same context
-   kafka-python builds (or, on a plaintext connection, a handshake that only
-   asks whether the port speaks TLS).
+1. a TCP connect;
+2. on SSL and SASL_SSL, a TLS handshake with the context kafka-python builds
+   from the same options; on PLAINTEXT and SASL_PLAINTEXT, a handshake that
+   only asks whether the port speaks TLS;
+3. on SASL_*, the login itself (SaslHandshake, then SaslAuthenticate with
+   kafka-python's own PLAIN/SCRAM mechanism).
 
 The answer is ``KafkaRefused`` (the broker answered and refused this
 configuration: retrying cannot help until it changes) or ``KafkaUnreachable``
 (nothing answered in time: retry). The worker retries both at start (its
-``/readyz`` carries the line meanwhile); a command prints it and exits 1.
-
-The capture is process-wide while a client is being made: a failure logged by
-another client of the same process at that moment could be read as this one's.
-Every client of a process uses the same connection settings, so the line stays
-true for the process.
+``/readyz`` carries the line meanwhile, since a fixed secret or mount mends a
+refusal without a restart); a command prints it and exits 1.
 """
 
 from __future__ import annotations
 
-import logging
 import socket
 import ssl
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING
+import struct
+from typing import TYPE_CHECKING, Any
 
-from kafka.errors import (
-    AuthorizationError,
-    IllegalSaslStateError,
-    KafkaError,
-    SaslAuthenticationFailedError,
-    UnsupportedSaslMechanismError,
+import structlog
+from kafka.errors import KafkaError, for_code
+from kafka.net.sasl import get_sasl_mechanism
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
 )
 
 if TYPE_CHECKING:
     from transport.kafka_connection import KafkaConnection
 
+log = structlog.get_logger(__name__)
+
 PROBE_TIMEOUT_S = 3.0
 PROBED_SERVERS = 3  # a long bootstrap list is not probed to its end
+MAX_PROBE_FRAME = 1024 * 1024  # a SASL answer is a few hundred bytes
 # OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and X509_V_ERR_IP_ADDRESS_MISMATCH.
 NAME_MISMATCH = (62, 64)
-SASL_REFUSALS = (SaslAuthenticationFailedError, UnsupportedSaslMechanismError,
-                 IllegalSaslStateError)
 
 
 class KafkaConnectError(Exception):
@@ -65,60 +65,18 @@ class KafkaRefused(KafkaConnectError):
     """The broker answered and refused this configuration (credentials, CA, protocol)."""
 
 
-class _Collector(logging.Handler):
-    """Keeps the exceptions kafka-python passes to its log calls (``log.warning('%s', exc)``)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.errors: list[BaseException] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        args = record.args if isinstance(record.args, tuple) else ()
-        self.errors.extend(a for a in args if isinstance(a, BaseException))
-
-
-_capture_lock = threading.Lock()
-
-
-@contextmanager
-def capture_client_errors() -> Iterator[list[BaseException]]:
-    """The exceptions kafka-python logs while the block runs (see the module docstring)."""
-    collector = _Collector()
-    logger = logging.getLogger("kafka")
-    with _capture_lock:
-        # The logger must pass warnings on for the handler to see them; the level is
-        # put back after, and other handlers keep their own levels.
-        previous = logger.level
-        if logger.getEffectiveLevel() > logging.WARNING:
-            logger.setLevel(logging.WARNING)
-        logger.addHandler(collector)
-    try:
-        yield collector.errors
-    finally:
-        with _capture_lock:
-            logger.removeHandler(collector)
-            logger.setLevel(previous)
-
-
 def diagnose(
-    connection: KafkaConnection,
-    error: BaseException,
-    seen: list[BaseException] | None = None,
-    *,
-    timeout_s: float | None = None,
+    connection: KafkaConnection, error: BaseException, *, timeout_s: float | None = None,
 ) -> KafkaConnectError:
     """The one-line reason ``connection`` failed with ``error`` (see the module docstring)."""
     where = connection.bootstrap_servers
-    refusal = _sasl_refusal(connection, seen or [])
-    if refusal is not None:
-        return refusal
     reasons: list[str] = []
     for server in connection.servers()[:PROBED_SERVERS]:
         try:
             found = _probe(connection, server)
         except KafkaRefused as exc:
             return exc
-        if found is None:  # TCP and TLS fine: the cause is further on
+        if found is None:  # TCP, TLS and the login work: the cause is further on
             break
         reasons.append(found)
     else:
@@ -126,34 +84,11 @@ def diagnose(
             f"cannot connect to Kafka at {where} ({'; '.join(reasons)}): check "
             "kafka_bootstrap_servers and that the brokers are up and reachable from here"
         )
-    for logged in reversed(seen or []):
-        if isinstance(logged, AuthorizationError):
-            return KafkaRefused(f"Kafka at {connection.describe()} refused access: {logged}; "
-                                "check the ACLs of the SASL user")
     waited = f" within {timeout_s:g}s" if timeout_s else ""
     return KafkaUnreachable(
         f"Kafka at {connection.describe()} did not answer{waited}: {type(error).__name__}: "
         f"{error}; check kafka_bootstrap_servers and kafka_security_protocol"
     )
-
-
-def _sasl_refusal(connection: KafkaConnection, seen: list[BaseException]) -> KafkaRefused | None:
-    for exc in reversed(seen):
-        if isinstance(exc, SASL_REFUSALS):
-            return KafkaRefused(
-                f"Kafka at {connection.bootstrap_servers} refused the SASL login of "
-                f"{connection.sasl_username!r} ({connection.sasl_mechanism}): "
-                f"{_broker_message(exc)}; check kafka_sasl_username, kafka_sasl_password "
-                "and kafka_sasl_mechanism"
-            )
-    return None
-
-
-def _broker_message(exc: BaseException) -> str:
-    text = str(exc)
-    if isinstance(exc, KafkaError) and ": " in text:
-        text = text.rsplit(": ", 1)[-1]  # kafka-python repeats the class name in front
-    return text or type(exc).__name__
 
 
 def _probe(connection: KafkaConnection, server: str) -> str | None:
@@ -169,15 +104,21 @@ def _probe(connection: KafkaConnection, server: str) -> str | None:
     except OSError as exc:
         reason = exc.strerror or str(exc) or type(exc).__name__
         return reason if connection.servers() == [server] else f"{server}: {reason}"
+    sock.settimeout(PROBE_TIMEOUT_S)
     with sock:
         if connection.tls:
-            _check_tls(connection, sock, host, server)
-        elif _speaks_tls(sock, host):
+            with _tls(connection, sock, host, server) as secured:
+                if connection.sasl:
+                    _login(connection, secured, server)
+            return None
+        if _speaks_tls(host, port):
             raise KafkaRefused(
                 f"Kafka at {server} speaks TLS but kafka_security_protocol is "
                 f"{connection.security_protocol}: set SSL or SASL_SSL (with kafka_ca_file), "
                 "or use the broker's plaintext listener"
             )
+        if connection.sasl:
+            _login(connection, sock, server)
     return None
 
 
@@ -205,12 +146,12 @@ def tls_context(connection: KafkaConnection) -> ssl.SSLContext:
     return context
 
 
-def _check_tls(connection: KafkaConnection, sock: socket.socket, host: str, server: str) -> None:
+def _tls(
+    connection: KafkaConnection, sock: socket.socket, host: str, server: str
+) -> ssl.SSLSocket:
     context = tls_context(connection)
-    sock.settimeout(PROBE_TIMEOUT_S)
     try:
-        with context.wrap_socket(sock, server_hostname=host):
-            return
+        return context.wrap_socket(sock, server_hostname=host)
     except ssl.SSLCertVerificationError as exc:
         if exc.verify_code in NAME_MISMATCH:
             hint = ("that the address in kafka_bootstrap_servers is a name the certificate "
@@ -229,17 +170,73 @@ def _check_tls(connection: KafkaConnection, sock: socket.socket, host: str, serv
         ) from exc
 
 
-def _speaks_tls(sock: socket.socket, host: str) -> bool:
-    """Does the port answer a TLS ClientHello with a handshake (certificates not checked)?"""
+def _speaks_tls(host: str, port: int) -> bool:
+    """Does the port answer a TLS ClientHello with a handshake (certificates not checked)?
+
+    On its own connection: a plaintext broker drops one that sent it a ClientHello.
+    """
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
-    sock.settimeout(PROBE_TIMEOUT_S)
     try:
-        with context.wrap_socket(sock, server_hostname=host):
+        with socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S) as sock, \
+                context.wrap_socket(sock, server_hostname=host):
             return True
     except (ssl.SSLError, OSError):
         return False
+
+
+def _login(connection: KafkaConnection, sock: socket.socket, server: str) -> None:
+    """The SASL login kafka-python would make; ``KafkaRefused`` with the broker's reason.
+
+    A probe that cannot finish for another reason (the connection dropped, an
+    answer it cannot read) says nothing: the caller keeps kafka-python's error.
+    """
+    mechanism = connection.sasl_mechanism
+    try:
+        handshake = _exchange(sock, 1, SaslHandshakeRequest(version=1, mechanism=mechanism),
+                              SaslHandshakeResponse)
+        if handshake.error_code:
+            raise KafkaRefused(
+                f"Kafka at {server} does not offer SASL {mechanism} (it offers "
+                f"{', '.join(handshake.mechanisms) or 'none'}): check kafka_sasl_mechanism")
+        client = get_sasl_mechanism(mechanism)(**connection.client_options())
+        correlation = 1
+        while not client.is_done():
+            correlation += 1
+            answer = _exchange(sock, correlation, SaslAuthenticateRequest(
+                version=1, auth_bytes=client.auth_bytes()), SaslAuthenticateResponse)
+            if answer.error_code:
+                reason = answer.error_message or for_code(answer.error_code).__name__
+                raise KafkaRefused(
+                    f"Kafka at {server} refused the SASL login of "
+                    f"{connection.sasl_username!r} ({mechanism}): {reason}; check "
+                    "kafka_sasl_username, kafka_sasl_password and kafka_sasl_mechanism")
+            client.receive(answer.auth_bytes)
+    except KafkaRefused:
+        raise
+    except (OSError, ValueError, struct.error, KafkaError) as exc:
+        log.debug("kafka login probe inconclusive", server=server, error=repr(exc))
+
+
+def _exchange(sock: socket.socket, correlation: int, request: Any, response_class: Any) -> Any:
+    """Send one framed request and read its framed answer (kafka-python's message classes)."""
+    request.with_header(correlation_id=correlation, client_id="policy-indexer-probe")
+    sock.sendall(request.encode(header=True, framed=True))
+    size = struct.unpack(">i", _read(sock, 4))[0]
+    if not 0 < size <= MAX_PROBE_FRAME:
+        raise ValueError(f"answer of {size} bytes")
+    return response_class.decode(_read(sock, size), version=request.API_VERSION, header=True)
+
+
+def _read(sock: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        data += chunk
+    return bytes(data)
 
 
 def _ssl_reason(exc: BaseException) -> str:

@@ -35,7 +35,7 @@ from transport.kafka import (
     as_connection,
     send,
 )
-from transport.kafka_diagnose import KafkaRefused, capture_client_errors, diagnose
+from transport.kafka_diagnose import KafkaRefused, diagnose
 from transport.publisher import PublishUnavailable
 
 log = structlog.get_logger(__name__)
@@ -111,20 +111,17 @@ class KafkaSender:
                 raise PublishUnavailable(
                     f"Kafka at {where} was unreachable; next try in {wait:.1f}s"
                 )
-            seen: list[BaseException] = []
             try:
                 # kafka-python leaks the sockets of a producer whose bootstrap fails:
                 # look before building one.
                 if not any(_tcp_reachable(s, timeout=1.0) for s in self.servers):
                     raise KafkaConnectionError(f"no broker listens at {where}")
-                with capture_client_errors() as seen:
-                    self._producer = KafkaProducer(**self.policy.options(self.connection))
+                self._producer = KafkaProducer(**self.policy.options(self.connection))
             except KafkaError as exc:
                 self._next_attempt = time.monotonic() + self.reconnect_interval_seconds
                 # One line saying why (a refused password, an untrusted CA), never
                 # kafka-python's bare bootstrap timeout.
-                reason = diagnose(self.connection, exc, seen,
-                                  timeout_s=self.policy.timeout_seconds)
+                reason = diagnose(self.connection, exc, timeout_s=self.policy.timeout_seconds)
                 log.warning("kafka unreachable", servers=where, error=str(reason),
                             refused=isinstance(reason, KafkaRefused))
                 raise PublishUnavailable(str(reason)) from exc

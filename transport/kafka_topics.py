@@ -22,7 +22,6 @@ from transport.kafka_diagnose import (
     KafkaConnectError,
     KafkaRefused,
     KafkaUnreachable,
-    capture_client_errors,
     diagnose,
 )
 
@@ -40,12 +39,10 @@ def open_admin(
     connection = as_connection(connection)
     timeout_ms = max(1, int(timeout_s * 1000))
     try:
-        with capture_client_errors() as seen:
-            return KafkaAdminClient(**connection.client_options(), client_id="policy-indexer-admin",
-                                    request_timeout_ms=timeout_ms,
-                                    bootstrap_timeout_ms=timeout_ms)
+        return KafkaAdminClient(**connection.client_options(), client_id="policy-indexer-admin",
+                                request_timeout_ms=timeout_ms, bootstrap_timeout_ms=timeout_ms)
     except KafkaError as exc:
-        raise diagnose(connection, exc, seen, timeout_s=timeout_s) from exc
+        raise diagnose(connection, exc, timeout_s=timeout_s) from exc
 
 
 @dataclass(frozen=True)

@@ -113,16 +113,15 @@ def _kafka_letters(settings: Settings) -> list[DeadLetterView]:
     from kafka import KafkaConsumer, TopicPartition  # noqa: PLC0415
     from kafka.errors import KafkaError  # noqa: PLC0415
 
-    from transport.kafka_diagnose import capture_client_errors, diagnose  # noqa: PLC0415
+    from transport.kafka_diagnose import diagnose  # noqa: PLC0415
 
     topic = settings.kafka_dead_letter_topic
     connection = kafka_connection(settings)
     try:
-        with capture_client_errors() as logged:
-            consumer = KafkaConsumer(**connection.client_options(), enable_auto_commit=False,
-                                     request_timeout_ms=10_000)
+        consumer = KafkaConsumer(**connection.client_options(), enable_auto_commit=False,
+                                 request_timeout_ms=10_000)
     except KafkaError as exc:
-        raise DeadLetterError(str(diagnose(connection, exc, logged))) from exc
+        raise DeadLetterError(str(diagnose(connection, exc))) from exc
     try:
         parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
         if not parts:

@@ -175,6 +175,29 @@ def test_a_worker_with_a_wrong_password_stays_up_not_ready_and_says_why(
     assert WRONG not in log and PASSWORD not in log
 
 
+def test_a_webhook_with_a_wrong_password_answers_503_and_logs_why(pipeline: Pipeline) -> None:
+    port = free_port()
+    webhook = subprocess.Popen(
+        [CLI, "webhook"], env=pipeline.env(webhook_port=str(port), kafka_sasl_password=WRONG,
+                                           webhook_secrets=json.dumps([SECRET.decode()])),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: httpx.get(f"{url}/healthz", timeout=5).status_code, 60,
+                   "the webhook to serve", accept=lambda code: code == 200,
+                   retry_on=(httpx.TransportError,))
+        body = encode(payload())
+        sent = httpx.post(f"{url}/webhooks/cms", content=body,
+                          headers=signed_headers(body, at=time.time()), timeout=60)
+        assert sent.status_code == 503, sent.text
+        assert httpx.get(f"{url}/readyz", timeout=60).status_code == 503
+    finally:
+        webhook.terminate()
+        out, _ = webhook.communicate(timeout=30)
+    assert f"Kafka at {pipeline.kafka} refused the SASL login of 'indexer'" in out, out
+    assert WRONG not in out and PASSWORD not in out
+
+
 def test_a_ca_that_did_not_sign_the_broker_is_one_line_naming_kafka_ca_file(
     pipeline: Pipeline, tmp_path: Path,
 ) -> None:

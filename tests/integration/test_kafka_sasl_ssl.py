@@ -141,6 +141,27 @@ def test_the_webhook_publishes_and_the_worker_indexes_through_sasl_ssl(
         assert PASSWORD not in text
 
 
+def test_replay_and_dead_letters_go_through_sasl_ssl(pipeline: Pipeline, tmp_path: Path) -> None:
+    """The one-shot commands build their clients from the same connection as the workers."""
+    log = tmp_path / "one.jsonl"
+    log.write_text(json.dumps({
+        "seq": 1, "document_id": "refunds/lisbon", "path": "refunds/lisbon.md",
+        "action": "upsert", "version": 1, "changed_at": "2026-11-01T10:00:00Z",
+        "commit": "abc123", "content": "# Refunds\n\nRefund within 30 days.\n",
+    }) + "\n")
+    replayed = pipeline.cli("replay", str(log), "--to", "kafka")
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert f"published 1 changes from {log} to {pipeline.topic} (kafka)" in replayed.stdout
+    letters = pipeline.cli("dead-letters", "list")
+    assert letters.returncode == 0, letters.stdout + letters.stderr
+    assert letters.stdout.strip() == "0 dead letters"
+
+    refused = pipeline.cli("dead-letters", "list", kafka_sasl_password=WRONG)
+    assert refused.returncode == 1
+    assert one_line(refused).startswith(
+        f"Error: cannot list dead letters: Kafka at {pipeline.kafka} refused the SASL login")
+
+
 def test_a_wrong_password_is_one_line_naming_the_user(pipeline: Pipeline) -> None:
     done = pipeline.cli("topics", "create", kafka_sasl_password=WRONG)
     assert done.returncode == 1

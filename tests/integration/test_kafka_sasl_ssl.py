@@ -3,8 +3,10 @@ listener behind a certificate from a CA made here.
 
 Through it: ``topics create`` then ``check``; the webhook publishes a signed change and
 the worker consumes it into Elasticsearch (the shared one, under a unique prefix); a
-wrong password, a CA that did not sign the broker and a plaintext client on the TLS
-port each give one line that says so, no traceback, no password. The broker's
+wrong password, a CA that did not sign the broker, a plaintext client on the TLS
+port and a mechanism the listener does not offer each give one line that says so, no
+traceback, no password. SASL PLAIN is tried on a SASL_PLAINTEXT listener of the same
+broker. The broker's
 PLAINTEXT listener (the runner's health probe) is never used by the processes.
 """
 
@@ -217,6 +219,31 @@ def test_a_webhook_with_a_wrong_password_answers_503_and_logs_why(pipeline: Pipe
         out, _ = webhook.communicate(timeout=30)
     assert f"Kafka at {pipeline.kafka} refused the SASL login of 'indexer'" in out, out
     assert WRONG not in out and PASSWORD not in out
+
+
+def test_sasl_plain_over_plaintext_logs_in_and_a_wrong_password_is_named(
+    pipeline: Pipeline, broker: SecuredBroker,
+) -> None:
+    """PLAIN (Confluent Cloud's mechanism) on a SASL_PLAINTEXT listener of the same broker."""
+    plain = {"kafka_bootstrap_servers": broker.sasl_plain_bootstrap,
+             "kafka_security_protocol": "SASL_PLAINTEXT", "kafka_sasl_mechanism": "PLAIN"}
+    created = pipeline.cli("topics", "create", **plain)
+    assert created.returncode == 0, created.stdout + created.stderr
+    assert pipeline.cli("topics", "check", **plain).returncode == 0
+    refused = pipeline.cli("topics", "create", **plain, kafka_sasl_password=WRONG)
+    assert refused.returncode == 1
+    assert one_line(refused) == (
+        f"Error: Kafka at {broker.sasl_plain_bootstrap} refused the SASL login of 'indexer' "
+        "(PLAIN): Authentication failed: Invalid username or password; check "
+        "kafka_sasl_username, kafka_sasl_password and kafka_sasl_mechanism"
+    )
+    wrong_mechanism = pipeline.cli("topics", "create", **{
+        **plain, "kafka_sasl_mechanism": "SCRAM-SHA-256"})
+    assert wrong_mechanism.returncode == 1
+    assert one_line(wrong_mechanism) == (
+        f"Error: Kafka at {broker.sasl_plain_bootstrap} does not offer SASL SCRAM-SHA-256 "
+        "(it offers PLAIN): check kafka_sasl_mechanism"
+    )
 
 
 def test_a_ca_that_did_not_sign_the_broker_is_one_line_naming_kafka_ca_file(

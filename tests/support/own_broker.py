@@ -18,7 +18,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from support.tls_ca import CertificateAuthority
@@ -76,11 +76,12 @@ class SecuredBroker:
     """A broker with a SASL_SSL listener: where it is and the credentials it accepts."""
 
     broker: OwnBroker
-    bootstrap: str  # the SASL_SSL listener
+    bootstrap: str  # the SASL_SSL listener (SCRAM-SHA-512)
     plaintext_bootstrap: str  # the PLAINTEXT listener (health probe, replication)
+    sasl_plain_bootstrap: str  # a SASL_PLAINTEXT listener with PLAIN (Confluent Cloud's kind)
     ca: CertificateAuthority
     username: str
-    password: str
+    password: str = field(repr=False)
 
     def settings_env(self) -> dict[str, str]:
         """The ``POLICY_INDEXER_*`` variables a process needs to use this broker."""
@@ -96,7 +97,8 @@ class SecuredBroker:
 
 @contextmanager
 def secured_broker_under(state_dir: Path, password: str) -> Iterator[SecuredBroker]:
-    """A broker of the test's own with a SASL_SSL listener (SCRAM-SHA-512) on a free port.
+    """A broker of the test's own with a SASL_SSL listener (SCRAM-SHA-512) on a free port,
+    and a SASL_PLAINTEXT one with PLAIN, for the same user and password.
 
     The CA and the broker's certificate (for 127.0.0.1 and localhost) are made
     under ``state_dir``; Kafka reads them as PEM (``ssl.keystore.type=PEM``).
@@ -106,19 +108,25 @@ def secured_broker_under(state_dir: Path, password: str) -> Iterator[SecuredBrok
     # ``cryptography`` writes), and the file lives in the test's own folder.
     server = ca.issue_server("broker")
     secure_port = free_port()
+    sasl_plain_port = free_port()
     plain_port = free_port()
     controller_port = free_port()
     host = "127.0.0.1"
     extra = state_dir / "secure-listener.properties"
     extra.write_text("\n".join([
         f"listeners=PLAINTEXT://{host}:{plain_port},CONTROLLER://{host}:{controller_port},"
-        f"SECURE://{host}:{secure_port}",
-        f"advertised.listeners=PLAINTEXT://{host}:{plain_port},SECURE://{host}:{secure_port}",
+        f"SECURE://{host}:{secure_port},SASLPLAIN://{host}:{sasl_plain_port}",
+        f"advertised.listeners=PLAINTEXT://{host}:{plain_port},SECURE://{host}:{secure_port},"
+        f"SASLPLAIN://{host}:{sasl_plain_port}",
         "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,"
-        "SECURE:SASL_SSL",
-        f"sasl.enabled.mechanisms={SCRAM_MECHANISM}",
+        "SECURE:SASL_SSL,SASLPLAIN:SASL_PLAINTEXT",
+        f"listener.name.secure.sasl.enabled.mechanisms={SCRAM_MECHANISM}",
         "listener.name.secure.scram-sha-512.sasl.jaas.config="
         "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        "listener.name.saslplain.sasl.enabled.mechanisms=PLAIN",
+        "listener.name.saslplain.plain.sasl.jaas.config="
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'user_{SCRAM_USER}="{password}";',
         "ssl.keystore.type=PEM",
         f"ssl.keystore.location={server.keystore_file}",
         "ssl.client.auth=none",
@@ -135,7 +143,7 @@ def secured_broker_under(state_dir: Path, password: str) -> Iterator[SecuredBrok
     broker = OwnBroker(env={**os.environ, **env}, bootstrap=f"{host}:{plain_port}")
     broker.services("up")
     try:
-        yield SecuredBroker(broker, f"{host}:{secure_port}", broker.bootstrap, ca,
-                            SCRAM_USER, password)
+        yield SecuredBroker(broker, f"{host}:{secure_port}", broker.bootstrap,
+                            f"{host}:{sasl_plain_port}", ca, SCRAM_USER, password)
     finally:
         broker.services("down")

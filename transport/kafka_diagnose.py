@@ -92,7 +92,8 @@ def diagnose(
 
 
 def _probe(connection: KafkaConnection, server: str) -> str | None:
-    """None when TCP (and TLS) work; a reason when not; ``KafkaRefused`` when it never will."""
+    """None when TCP, TLS and the login work; a reason when TCP does not; ``KafkaRefused``
+    when the broker answered and said no."""
     host, _, port_text = server.rpartition(":")
     host = host.strip("[]") or "localhost"
     try:

@@ -70,6 +70,7 @@ class KafkaSender:
         self._lock = threading.Lock()
         self._producer: KafkaProducer | None = None
         self._next_attempt = 0.0
+        self._last_error = ""
         self._closed = False
 
     def send(self, topic: str, *, key: bytes | None, value: bytes | None,
@@ -108,9 +109,7 @@ class KafkaSender:
                 return self._producer
             wait = self._next_attempt - time.monotonic()
             if wait > 0:
-                raise PublishUnavailable(
-                    f"Kafka at {where} was unreachable; next try in {wait:.1f}s"
-                )
+                raise PublishUnavailable(f"{self._last_error}; next try in {wait:.1f}s")
             try:
                 # kafka-python leaks the sockets of a producer whose bootstrap fails:
                 # look before building one.
@@ -122,6 +121,7 @@ class KafkaSender:
                 # One line saying why (a refused password, an untrusted CA), never
                 # kafka-python's bare bootstrap timeout.
                 reason = diagnose(self.connection, exc, timeout_s=self.policy.timeout_seconds)
+                self._last_error = str(reason)
                 log.warning("kafka unreachable", servers=where, error=str(reason),
                             refused=isinstance(reason, KafkaRefused))
                 raise PublishUnavailable(str(reason)) from exc

@@ -24,6 +24,7 @@ from policy_indexer.runtime import faults
 from policy_indexer.runtime.backends import KafkaBackends
 from policy_indexer.runtime.http import MetricsServer, process_registry, worker_health
 from policy_indexer.runtime.parts import Supervisor, stop_on_signals
+from policy_indexer.runtime.startup import until_ready
 from policy_indexer.settings import Settings
 
 log = structlog.get_logger(__name__)
@@ -82,36 +83,20 @@ def run_worker(settings: Settings, metrics_port: int | None = None) -> None:
 def connect_with_retry(
     settings: Settings, health: HealthState, stop: threading.Event
 ) -> KafkaBackends | None:
-    """The backends, once the topics exist and the index is ready; ``None`` if stopped first.
+    """The backends, once the topics exist and the index is ready; ``None`` if stopped first."""
 
-    Every failure is retried, not only the transient ones: at start a refused
-    password or an untrusted CA is as likely to be mended outside the process (a
-    secret rotated, a mount fixed) as an unreachable broker, and the reason is in
-    the log and in ``/readyz`` meanwhile.
-    """
-    policy = settings.retry_policy()
-    delay = policy.initial_s
-    attempt = 0
-    while not stop.is_set():
-        attempt += 1
-        backends: KafkaBackends | None = None
+    def open_ready() -> KafkaBackends:
+        backends = KafkaBackends.open(settings)
         try:
-            backends = KafkaBackends.open(settings)
             backends.ensure_topics()
             backends.store.ensure_ready()
-        except Exception as exc:  # every start-up failure waits and retries
-            if backends is not None:
-                backends.close()
-            reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
-            health.attempts, health.last_error = attempt, reason
-            log.warning("dependencies not ready, retrying", attempt=attempt,
-                        wait_s=round(delay, 2), error=reason)
-            stop.wait(delay)
-            delay = min(delay * 2, policy.max_s)
-            continue
-        health.attempts, health.last_error = 0, None
+        except BaseException:
+            backends.close()
+            raise
         return backends
-    return None
+
+    return until_ready(open_ready, what="Kafka and Elasticsearch", state=health, stop=stop,
+                       policy=settings.retry_policy())
 
 
 def _child(settings: Settings, port: int, fault_spec: str | None) -> None:

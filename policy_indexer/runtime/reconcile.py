@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import structlog
 
@@ -18,12 +18,14 @@ from deleter.sweep import SweepReport
 from deleter.sweep import sweep as run_sweep
 from metrics.definitions import ReindexMetrics
 from policy_indexer.runtime import faults
-from policy_indexer.runtime.backends import open_backends
+from policy_indexer.runtime.backends import Backends, open_backends
 from policy_indexer.runtime.http import MetricsServer, process_registry
 from policy_indexer.runtime.jobs import job_runner, scheduler_for
 from policy_indexer.runtime.parts import Supervisor, stop_on_signals
 from policy_indexer.runtime.sources import open_configured_source
+from policy_indexer.runtime.startup import StartupStatus, until_ready
 from policy_indexer.settings import Settings
+from reindex.jobs import JobRunner
 from reindex.model import ReconcileReport
 
 log = structlog.get_logger(__name__)
@@ -92,36 +94,58 @@ def run_scheduler(settings: Settings, *, port: int | None,
     """
     source = open_configured_source(settings)
     registry = process_registry()
-    backends = open_backends(settings)
-    with Supervisor() as parts:
-        parts.add_stop("backends", backends.close)
+    metrics = ReindexMetrics.create(registry)
+    status = StartupStatus()
+    stopping = threading.Event()
+    runner: JobRunner | None = None
+
+    def on_signal(why: str) -> None:
+        log.info("stop requested", signal=why)
+        stopping.set()
+        if runner is not None:
+            runner.stop_event.set()
+
+    def open_ready() -> tuple[Backends, JobRunner, datetime | None]:
+        backends = open_backends(settings)
+        try:
+            ready = job_runner(backends, source, trigger="scheduled", metrics=metrics)
+            try:
+                ready.refresh_metrics()
+                return backends, ready, ready.last_attempt()
+            except BaseException:
+                ready.close()
+                raise
+        except BaseException:
+            backends.close()
+            raise
+
+    with Supervisor() as parts, stop_on_signals(on_signal):
         parts.add_stop("source", source.close)
-        runner = job_runner(backends, source, trigger="scheduled",
-                            metrics=ReindexMetrics.create(registry))
-        parts.add_stop("job runner", runner.close)
-        runner.refresh_metrics()
-        last_attempt = runner.last_attempt()
+        # /healthz and /readyz answer from the first moment: while the run log's
+        # store cannot be reached the scheduler is alive, not ready, and retries.
         server = MetricsServer(settings.metrics_host,
                                settings.scheduler_metrics_port if port is None else port,
-                               registry)
+                               registry, status.health)
         parts.start(server)
+        opened = until_ready(open_ready, what="the run log's store", state=status,
+                             stop=stopping, policy=settings.retry_policy())
+        if opened is None:
+            return
+        backends, runner, last_attempt = opened
+        parts.add_stop("backends", backends.close)
+        parts.add_stop("job runner", runner.close)
+        if stopping.is_set():
+            return
         sched = scheduler_for(settings, runner, last_attempt)
         sched.start()
         parts.add_stop("scheduler", lambda: sched.shutdown(wait=True))
+        status.starting = False
         job = sched.get_job("reconcile")
         log.info("scheduler started", holder=runner.holder, metrics_port=server.port,
                  next_reconcile=str(job.next_run_time) if job else None,
                  cron=settings.reindex_cron, timezone=settings.reindex_timezone)
         echo(f"scheduler {runner.holder}: next reconcile "
              f"{job.next_run_time if job else '?'}; /metrics on port {server.port}")
-        stopping = threading.Event()
-
-        def on_signal(why: str) -> None:
-            log.info("stop requested", signal=why)
-            runner.stop_event.set()
-            stopping.set()
-
-        with stop_on_signals(on_signal):
-            while not stopping.wait(1.0):
-                pass
+        while not stopping.wait(1.0):
+            pass
     log.info("scheduler stopped")

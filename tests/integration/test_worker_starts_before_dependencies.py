@@ -1,4 +1,4 @@
-"""A worker started before Kafka or Elasticsearch answers stays up, not ready, and says why.
+"""A worker (or the scheduler) started before its dependencies answer stays up, not ready.
 
 Issue 14 item 2: under an orchestrator a pod whose broker is still starting (or
 is away for maintenance) must not crash-loop; it must be alive (``/healthz``
@@ -11,6 +11,7 @@ test holds cut (``TcpProxy``), so the shared services are never stopped.
 from __future__ import annotations
 
 import json
+import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from support.own_broker import OwnBroker
 from support.reindex_library import Library
 from support.tcp_proxy import TcpProxy
 from support.waiting import wait_until
-from support.workers import Pipeline, Worker, free_port
+from support.workers import CLI, Pipeline, Worker, free_port
 
 from store.elasticsearch import ElasticsearchStore
 
@@ -134,3 +135,32 @@ def test_sigterm_while_waiting_for_kafka_exits_at_once(
     worker = pipeline.start_worker(tmp_path, metrics_port=str(port))
     wait_not_ready_and_retrying(worker, port, "kafka")
     assert worker.stop(timeout_s=20) == 0, worker.tail()
+
+
+def test_the_scheduler_waits_not_ready_for_elasticsearch_then_serves(
+    kafka_bootstrap: str, elasticsearch_url: str, unique: str, tmp_path: Path,
+    es_store: ElasticsearchStore,
+) -> None:
+    host, _, es_port = elasticsearch_url.removeprefix("http://").partition(":")
+    proxy = TcpProxy(host, int(es_port))
+    proxy.cut()
+    library = tmp_path / "library"
+    library.mkdir()
+    (library / "refunds.md").write_text("# Refunds\n\nWithin 30 days.\n")
+    pipeline = Pipeline(unique, kafka_bootstrap, proxy.url)
+    port = free_port()
+    log = tmp_path / "scheduler.log"
+    with log.open("w") as handle:
+        proc = subprocess.Popen(
+            [CLI, "scheduler"], stdout=handle, stderr=subprocess.STDOUT,
+            env=pipeline.env(scheduler_metrics_port=str(port), source_kind="folder",
+                             source_path=str(library)))
+    scheduler = Worker(proc, log)
+    try:
+        wait_not_ready_and_retrying(scheduler, port, "elasticsearch")
+        proxy.restore()
+        wait_ready(scheduler, port)
+        assert probe(port, "/healthz")[0] == 200
+    finally:
+        assert scheduler.stop() == 0, scheduler.tail()
+        proxy.close()

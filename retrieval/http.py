@@ -21,6 +21,7 @@ The search runs in a worker thread (the stores are blocking clients).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -138,16 +139,26 @@ def create_search_app(
     *,
     metrics: SearchMetrics | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    not_ready: Callable[[], str | None] = lambda: None,
 ) -> Starlette:
-    """``POST /search``, ``GET /healthz``, ``GET /metrics`` (of ``registry``).
+    """``POST /search``, ``GET /healthz``, ``GET /readyz``, ``GET /metrics`` (of ``registry``).
 
     Pass ``metrics`` when the same registry already holds them (the MCP server
-    in the same process); else they are created in ``registry``.
+    in the same process); else they are created in ``registry``. ``not_ready``
+    says why the index cannot be searched now (``None``: it can): ``/readyz``
+    is then 503 with that reason, so a load balancer stops sending questions
+    that would fail.
     """
     metrics = metrics or SearchMetrics.create(registry)
 
     async def healthz(_: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
+
+    async def readyz(_: Request) -> JSONResponse:
+        reason = await anyio.to_thread.run_sync(not_ready)
+        if reason is None:
+            return JSONResponse({"status": "ok"})
+        return JSONResponse({"status": "unavailable", "last_error": reason}, status_code=503)
 
     async def metrics_endpoint(_: Request) -> Response:
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
@@ -155,6 +166,7 @@ def create_search_app(
     return Starlette(routes=[
         *search_routes(searcher, credentials, metrics, max_body_bytes=max_body_bytes),
         Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
     ])
 

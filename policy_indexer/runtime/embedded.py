@@ -52,6 +52,7 @@ from policy_indexer.runtime.parts import (
     PartError,
     Supervisor,
     ThreadPart,
+    stop_on_signals,
 )
 from policy_indexer.runtime.search import backfill_part, search_app, search_service
 from policy_indexer.runtime.servers import UvicornThread
@@ -83,7 +84,9 @@ def run_embedded(settings: Settings, echo: Callable[[str], None]) -> None:
         backends = EmbeddedBackends.open(settings)
     except (StoreError, QueueError) as exc:
         raise RunError(f"cannot open the embedded mode: {exc}") from exc
-    with Supervisor() as parts:  # stopped in reverse order of start
+    # stopped in reverse order of start; a SIGTERM while the parts start (the
+    # probes already answer) stops them too, instead of killing the process
+    with Supervisor() as parts, stop_on_signals(parts.request_stop):
         parts.add_stop("embedded files", backends.close)
         try:
             lines = _start(settings, backends, parts, echo)
@@ -239,7 +242,8 @@ def _start_search(settings: Settings, backends: EmbeddedBackends,
     if settings.search_api_keys is None and settings.search_api_keys_file is None:
         served = "off (no POLICY_INDEXER_SEARCH_API_KEYS: `policy-indexer search` works)"
     else:
-        server = UvicornThread("search server", search_app(settings, search.service, registry),
+        server = UvicornThread("search server", search_app(settings, search.service, registry,
+                                                         backends.store),
                                settings.search_host, settings.search_port,
                                "POLICY_INDEXER_SEARCH_PORT", limits=settings.http_limits())
         parts.start(server)

@@ -36,6 +36,8 @@ from retrieval.http import create_search_app
 from retrieval.metrics import SearchMetrics
 from retrieval.models import SearchRequest, SearchResponse
 from retrieval.service import SearchService
+from store.base import Store
+from store.errors import StoreError
 
 if TYPE_CHECKING:
     from retrieval.eval import EvalReport
@@ -151,6 +153,10 @@ def backfill_part(settings: Settings, backends: Backends, registry: CollectorReg
                       lambda: backfill.run_forever(stop, settings.embed_idle_seconds), stop.set)
 
 
+# A document id no library holds: its lookup is the search server's readiness probe.
+READINESS_PROBE_ID = "policy-indexer-readiness-probe"
+
+
 class SearchAndMcp:
     """One ASGI app: MCP under ``/mcp`` (it owns the lifespan: its session manager), the rest
     (``POST /search``, ``/healthz``, ``/metrics``) to the search app."""
@@ -165,14 +171,28 @@ class SearchAndMcp:
             await self.search(scope, receive, send)
 
 
-def search_app(settings: Settings, service: SearchService,
-               registry: CollectorRegistry) -> SearchAndMcp:
-    """``POST /search``, ``/healthz``, ``/metrics`` and the MCP endpoint at ``/mcp``."""
+def search_app(settings: Settings, service: SearchService, registry: CollectorRegistry,
+               store: Store | None = None) -> SearchAndMcp:
+    """``POST /search``, the probes, ``/metrics`` and the MCP endpoint at ``/mcp``.
+
+    ``/readyz`` reads one state from ``store`` (a cheap request through the
+    store's own error translation): 503 with the store's one-line reason while
+    the index cannot be read.
+    """
     from retrieval.mcp_server import MCP_PATH, streamable_http_app  # noqa: PLC0415
+
+    def not_ready() -> str | None:
+        if store is None:
+            return None
+        try:
+            store.get_state(READINESS_PROBE_ID)
+        except StoreError as exc:
+            return str(exc).splitlines()[0]
+        return None
 
     keys = credentials(settings)
     metrics = SearchMetrics.create(registry)
-    search = create_search_app(service, keys, registry, metrics=metrics)
+    search = create_search_app(service, keys, registry, metrics=metrics, not_ready=not_ready)
     mcp = streamable_http_app(service, keys, metrics=metrics, host=settings.search_host)
     return SearchAndMcp(search, mcp, MCP_PATH)
 
@@ -200,7 +220,7 @@ def serve_search(settings: Settings) -> None:
     """``policy-indexer serve``: POST /search and MCP over streamable HTTP, until SIGTERM."""
     registry = process_registry()
     with searching(settings, registry) as (backends, search):
-        app = search_app(settings, search.service, registry)
+        app = search_app(settings, search.service, registry, backends.store)
         with Supervisor() as parts:
             server = UvicornThread("search server", app, settings.search_host,
                                    settings.search_port, "POLICY_INDEXER_SEARCH_PORT",

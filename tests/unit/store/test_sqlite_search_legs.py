@@ -111,6 +111,6 @@ def test_an_old_version_is_never_found_even_when_it_ranks_first(store: SQLiteSto
 @pytest.mark.parametrize("count", [1, 3, 7, 50, 64, 100, 1000])
 def test_the_best_scores_are_the_prefix_of_a_stable_sort_ties_included(count: int) -> None:
     rng = np.random.default_rng(3)
-    scores = rng.choice(np.float32([0.1, 0.5, 0.5, 0.9, -0.2]), size=100).astype(np.float32)
+    scores = rng.choice(np.array([0.1, 0.5, 0.5, 0.9, -0.2], dtype=np.float32), size=100)
     full = np.argsort(-scores, kind="stable")
     assert _best(scores, count).tolist() == full[:count].tolist()

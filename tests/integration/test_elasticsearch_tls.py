@@ -17,8 +17,6 @@ import os
 import socket
 import ssl
 import subprocess
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
@@ -33,7 +31,7 @@ from support.kafka_helpers import publish_events
 from support.reindex_library import Library
 from support.tls_proxy import TlsAuthProxy
 from support.waiting import wait_until
-from support.workers import CLI, Pipeline, free_port, healthz
+from support.workers import CLI, Pipeline, free_port, healthz, readyz
 
 from analysis.terms import query_terms
 from indexing.core import Indexer
@@ -412,15 +410,6 @@ def test_a_kafka_worker_indexes_through_the_proxy(
     assert proxy.counts.refused == 0 and proxy.counts.forwarded > 0, proxy.counts
 
 
-def readyz(port: int) -> int:
-    """``/readyz``'s status code (0 while nothing answers)."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as resp:
-            return int(resp.status)
-    except urllib.error.HTTPError as err:
-        return int(err.code)
-    except OSError:
-        return 0
 
 
 def test_a_kafka_worker_refused_by_elasticsearch_stays_up_not_ready_and_says_why(

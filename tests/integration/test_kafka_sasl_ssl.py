@@ -15,8 +15,6 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +24,7 @@ from support.own_broker import SecuredBroker, secured_broker_under
 from support.tls_ca import CertificateAuthority
 from support.waiting import wait_until
 from support.webhooks import SECRET, encode, payload, signed_headers
-from support.workers import CLI, Pipeline, free_port, healthz
+from support.workers import CLI, Pipeline, free_port, healthz, readyz
 
 from store.elasticsearch import ElasticsearchStore
 from store.errors import StoreError
@@ -276,12 +274,4 @@ def test_a_plaintext_client_on_the_tls_port_is_told_to_use_tls(pipeline: Pipelin
            in done.stderr
 
 
-def readyz(port: int) -> int:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as resp:
-            return int(resp.status)
-    except urllib.error.HTTPError as err:
-        return int(err.code)
-    except OSError:
-        return 0
 

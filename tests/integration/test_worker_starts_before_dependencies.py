@@ -10,10 +10,7 @@ test holds cut (``TcpProxy``), so the shared services are never stopped.
 
 from __future__ import annotations
 
-import json
 import subprocess
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +20,7 @@ from support.own_broker import OwnBroker
 from support.reindex_library import Library
 from support.tcp_proxy import TcpProxy
 from support.waiting import wait_until
-from support.workers import CLI, Pipeline, Worker, free_port
+from support.workers import CLI, Pipeline, Worker, free_port, probe
 
 from store.elasticsearch import ElasticsearchStore
 
@@ -32,15 +29,6 @@ pytestmark = [pytest.mark.services, pytest.mark.slow]
 START_S = 120.0
 
 
-def probe(port: int, path: str) -> tuple[int, dict[str, object]]:
-    """(status code, JSON body) of ``path``; (0, {}) while nothing listens yet."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
-    except OSError:
-        return 0, {}
 
 
 def wait_not_ready_and_retrying(worker: Worker, port: int, reason_part: str) -> None:
@@ -104,13 +92,21 @@ def test_kafka_down_at_start_the_worker_waits_not_ready_then_indexes(
         assert worker.stop() == 0, worker.tail()
 
 
-def test_elasticsearch_away_at_start_the_worker_waits_not_ready_then_indexes(
-    kafka_bootstrap: str, elasticsearch_url: str, unique: str, tmp_path: Path,
-    es_store: ElasticsearchStore,
-) -> None:
+@pytest.fixture
+def cut_proxy(elasticsearch_url: str) -> Iterator[TcpProxy]:
+    """A proxy to the shared Elasticsearch that refuses every connection until restored."""
     host, _, es_port = elasticsearch_url.removeprefix("http://").partition(":")
     proxy = TcpProxy(host, int(es_port))
     proxy.cut()
+    yield proxy
+    proxy.close()
+
+
+def test_elasticsearch_away_at_start_the_worker_waits_not_ready_then_indexes(
+    kafka_bootstrap: str, cut_proxy: TcpProxy, unique: str, tmp_path: Path,
+    es_store: ElasticsearchStore,
+) -> None:
+    proxy = cut_proxy
     pipeline = Pipeline(unique, kafka_bootstrap, proxy.url)
     port = free_port()
     worker = pipeline.start_worker(tmp_path, metrics_port=str(port))
@@ -123,7 +119,6 @@ def test_elasticsearch_away_at_start_the_worker_waits_not_ready_then_indexes(
         wait_indexed(es_store, "exchanges", 3)
     finally:
         assert worker.stop() == 0, worker.tail()
-        proxy.close()
 
 
 def test_sigterm_while_waiting_for_kafka_exits_at_once(
@@ -138,12 +133,10 @@ def test_sigterm_while_waiting_for_kafka_exits_at_once(
 
 
 def test_the_scheduler_waits_not_ready_for_elasticsearch_then_serves(
-    kafka_bootstrap: str, elasticsearch_url: str, unique: str, tmp_path: Path,
+    kafka_bootstrap: str, cut_proxy: TcpProxy, unique: str, tmp_path: Path,
     es_store: ElasticsearchStore,
 ) -> None:
-    host, _, es_port = elasticsearch_url.removeprefix("http://").partition(":")
-    proxy = TcpProxy(host, int(es_port))
-    proxy.cut()
+    proxy = cut_proxy
     library = tmp_path / "library"
     library.mkdir()
     (library / "refunds.md").write_text("# Refunds\n\nWithin 30 days.\n")
@@ -163,4 +156,3 @@ def test_the_scheduler_waits_not_ready_for_elasticsearch_then_serves(
         assert probe(port, "/healthz")[0] == 200
     finally:
         assert scheduler.stop() == 0, scheduler.tail()
-        proxy.close()

@@ -32,6 +32,22 @@ def healthz(port: int) -> dict[str, object]:
     return body
 
 
+def probe(port: int, path: str) -> tuple[int, dict[str, object]]:
+    """(status code, JSON body) of a process's ``path``; (0, {}) while nothing listens."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as resp:
+            return int(resp.status), json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return int(err.code), json.loads(err.read())
+    except OSError:
+        return 0, {}
+
+
+def readyz(port: int) -> int:
+    """``/readyz``'s status code (0 while nothing answers)."""
+    return probe(port, "/readyz")[0]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

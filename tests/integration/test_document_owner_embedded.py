@@ -25,10 +25,10 @@ from typing import Any
 
 import httpx
 import pytest
-from support.embedded_run import Process, clean_env, start_run
+from support.embedded_run import EmbeddedRun, Process, clean_env
 from support.waiting import wait_until
 from support.webhooks import encode, payload, signed_headers
-from support.workers import CLI, free_port
+from support.workers import free_port
 
 from transport.local_queue import LocalQueue
 
@@ -50,23 +50,8 @@ Through the app.
 
 
 @dataclass
-class Embedded:
-    root: Path
-    data: Path
-    env: dict[str, str]
-    port: int
+class Embedded(EmbeddedRun):
     webhook_port: int
-    cwd: Path
-
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([CLI, *args], env=self.env, capture_output=True, text=True,
-                              timeout=60, check=False, cwd=self.cwd)
-
-    def status(self) -> dict[str, Any]:
-        done = self.cli("status", "--json")
-        assert done.returncode == 0, done.stderr[-2000:]
-        report: dict[str, Any] = json.loads(done.stdout)
-        return report
 
     def documents(self) -> dict[str, dict[str, Any]]:
         return {d["document_id"]: d for d in self.status()["documents"]}
@@ -83,14 +68,8 @@ class Embedded:
                           headers=signed_headers(body, (SECRET,), at=time.time()), timeout=10)
 
     def start(self) -> Process:
-        run = start_run(self.cwd, self.env, [CLI, "run"])
-
-        def healthy() -> bool:
-            assert run.popen.poll() is None, f"run exited {run.popen.returncode}: {run.output}"
-            answer = httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=2)
-            return bool(answer.status_code == 200)
-        wait_until(healthy, 60, "/healthz to answer 200", every_s=0.1,
-                   retry_on=(httpx.HTTPError,), on_timeout=lambda: run.output[-3000:])
+        run = super().start()
+        self.wait_healthy(run)
         return run
 
     def wait_for(self, run: Process, what: str, accept: Any) -> dict[str, dict[str, Any]]:
@@ -112,7 +91,7 @@ def embedded(tmp_path: Path) -> Embedded:
                     source_path=str(root), metrics_port=str(port),
                     webhook_port=str(webhook_port), webhook_secrets=json.dumps([SECRET.decode()]),
                     search_encoder="none", log_level="WARNING", watch_rescan_seconds="0.5")
-    return Embedded(root, tmp_path / "data", env, port, webhook_port, tmp_path)
+    return Embedded(root, tmp_path / "data", env, port, tmp_path, webhook_port)
 
 
 def stop(run: Process) -> None:

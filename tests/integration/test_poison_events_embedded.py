@@ -24,11 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from support.embedded_run import Process, clean_env, start_run
+from support.embedded_run import EmbeddedRun, Process, clean_env
 from support.waiting import wait_until
-from support.workers import CLI, free_port
+from support.workers import free_port
 
 from transport.local_queue import LocalQueue
 
@@ -71,39 +70,7 @@ PLANTED: list[tuple[str, bytes, str]] = [  # (key, value, reason expected)
 
 
 @dataclass
-class Embedded:
-    root: Path
-    data: Path
-    env: dict[str, str]
-    port: int
-    cwd: Path
-
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([CLI, *args], env=self.env, capture_output=True, text=True,
-                              timeout=60, check=False, cwd=self.cwd)
-
-    def status(self) -> dict[str, Any]:
-        done = self.cli("status", "--json")
-        assert done.returncode == 0, done.stderr[-2000:]
-        report: dict[str, Any] = json.loads(done.stdout)
-        return report
-
-    def letters(self) -> list[dict[str, Any]]:
-        done = self.cli("dead-letters", "list", "--json")
-        assert done.returncode == 0, done.stderr[-2000:]
-        return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
-
-    def start(self) -> Process:
-        return start_run(self.cwd, self.env, [CLI, "run"])
-
-    def wait_healthy(self, run: Process) -> None:
-        def healthy() -> bool:
-            assert run.popen.poll() is None, f"run exited {run.popen.returncode}: {run.output}"
-            answer = httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=2)
-            return bool(answer.status_code == 200)
-        wait_until(healthy, 60, "/healthz to answer 200", every_s=0.1,
-                   retry_on=(httpx.HTTPError,), on_timeout=lambda: run.output[-3000:])
-
+class Embedded(EmbeddedRun):
     def wait_drained(self, run: Process) -> dict[str, Any]:
         def drained() -> dict[str, Any]:
             assert run.popen.poll() is None, f"run exited {run.popen.returncode}: {run.output}"

@@ -9,6 +9,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import httpx
 
 from sources.folder import MarkdownFolderSource
 from support.waiting import wait_until
@@ -85,3 +88,40 @@ def assert_library_indexed(status: dict[str, object], library: Path) -> None:
         assert doc["lag_seconds"] == 0 and doc["chunks"] > 0, doc
     assert status["max_lag_seconds"] == 0
     assert status["dead_letters"] == 0
+
+
+@dataclass
+class EmbeddedRun:
+    """One embedded deployment of a test: its library, data folder, settings and /metrics port."""
+
+    root: Path
+    data: Path
+    env: dict[str, str]
+    port: int
+    cwd: Path
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([CLI, *args], env=self.env, capture_output=True, text=True,
+                              timeout=60, check=False, cwd=self.cwd)
+
+    def status(self) -> dict[str, Any]:
+        done = self.cli("status", "--json")
+        assert done.returncode == 0, done.stderr[-2000:]
+        report: dict[str, Any] = json.loads(done.stdout)
+        return report
+
+    def letters(self) -> list[dict[str, Any]]:
+        done = self.cli("dead-letters", "list", "--json")
+        assert done.returncode == 0, done.stderr[-2000:]
+        return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+
+    def start(self) -> Process:
+        return start_run(self.cwd, self.env, [CLI, "run"])
+
+    def wait_healthy(self, run: Process) -> None:
+        def healthy() -> bool:
+            assert run.popen.poll() is None, f"run exited {run.popen.returncode}: {run.output}"
+            answer = httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=2)
+            return bool(answer.status_code == 200)
+        wait_until(healthy, 60, "/healthz to answer 200", every_s=0.1,
+                   retry_on=(httpx.HTTPError,), on_timeout=lambda: run.output[-3000:])

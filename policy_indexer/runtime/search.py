@@ -108,6 +108,7 @@ def search_service(settings: Settings, backends: Backends,
     service = SearchService(index, cached, freshness=fresh, **options)  # type: ignore[arg-type]
 
     def close() -> None:
+        service.close()  # its question-encoding thread
         for closer in closers:
             closer()
 

@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import signal
 import threading
+from contextlib import ExitStack
 from multiprocessing.process import BaseProcess
 
 import structlog
@@ -86,14 +87,13 @@ def connect_with_retry(
     """The backends, once the topics exist and the index is ready; ``None`` if stopped first."""
 
     def open_ready() -> KafkaBackends:
-        backends = KafkaBackends.open(settings)
-        try:
+        with ExitStack() as undo:  # closes what was opened if a step fails
+            backends = KafkaBackends.open(settings)
+            undo.callback(backends.close)
             backends.ensure_topics()
             backends.store.ensure_ready()
-        except BaseException:
-            backends.close()
-            raise
-        return backends
+            undo.pop_all()
+            return backends
 
     return until_ready(open_ready, what="Kafka and Elasticsearch", state=health, stop=stop,
                        policy=settings.retry_policy())

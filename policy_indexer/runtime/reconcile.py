@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -106,18 +107,15 @@ def run_scheduler(settings: Settings, *, port: int | None,
             runner.stop_event.set()
 
     def open_ready() -> tuple[Backends, JobRunner, datetime | None]:
-        backends = open_backends(settings)
-        try:
+        with ExitStack() as undo:  # closes what was opened if a step fails
+            backends = open_backends(settings)
+            undo.callback(backends.close)
             ready = job_runner(backends, source, trigger="scheduled", metrics=metrics)
-            try:
-                ready.refresh_metrics()
-                return backends, ready, ready.last_attempt()
-            except BaseException:
-                ready.close()
-                raise
-        except BaseException:
-            backends.close()
-            raise
+            undo.callback(ready.close)
+            ready.refresh_metrics()
+            last_attempt = ready.last_attempt()
+            undo.pop_all()
+            return backends, ready, last_attempt
 
     with Supervisor() as parts, stop_on_signals(on_signal):
         parts.add_stop("source", source.close)

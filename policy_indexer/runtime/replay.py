@@ -165,15 +165,13 @@ def replay_to_kafka(
     A bad line stops it: ``ChangeLogError`` says how many were published before it.
     Changes the broker did not acknowledge raise ``PublishUnavailable`` (never silent).
     """
-    from transport.kafka import ensure_topics, new_producer  # noqa: PLC0415
+    from policy_indexer.runtime.topics import create_configured_topics  # noqa: PLC0415
+    from transport.kafka import new_producer  # noqa: PLC0415
     from transport.publisher import PublishUnavailable  # noqa: PLC0415
 
     topic = topic or settings.kafka_topic
-    connection = kafka_connection(settings)
-    ensure_topics(connection, [topic], partitions=settings.kafka_partitions,
-                  replication_factor=settings.kafka_replication_factor,
-                  min_insync_replicas=settings.kafka_min_insync_replicas)
-    producer = new_producer(connection)
+    create_configured_topics(settings, [topic])
+    producer = new_producer(kafka_connection(settings))
     total = count_lines(changelog) if limit is None else limit
     sent = 0
     refused: list[BaseException] = []

@@ -10,6 +10,8 @@ they are; ``check_configured_topics`` lists what differs, one line per problem
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from policy_indexer.runtime.connections import kafka_connection
 from policy_indexer.settings import Settings
 from transport.kafka_topics import (
@@ -32,10 +34,14 @@ def expected_topics(settings: Settings) -> tuple[list[str], TopicSpec]:
     return [settings.kafka_topic, settings.kafka_dead_letter_topic], spec
 
 
-def create_configured_topics(settings: Settings) -> TopicsCreated:
-    """Create the missing topics; ``KafkaConnectError`` (one line) when Kafka says no."""
-    topics, spec = expected_topics(settings)
-    return ensure_topics(kafka_connection(settings), topics, partitions=spec.partitions,
+def create_configured_topics(
+    settings: Settings, topics: Sequence[str] | None = None
+) -> TopicsCreated:
+    """Create the missing topics (by default the change and dead-letter topics) with the
+    settings' spec; ``KafkaConnectError`` (one line) when Kafka says no."""
+    configured, spec = expected_topics(settings)
+    return ensure_topics(kafka_connection(settings), configured if topics is None else topics,
+                         partitions=spec.partitions,
                          replication_factor=spec.replication_factor,
                          min_insync_replicas=spec.min_insync_replicas,
                          max_message_bytes=spec.max_message_bytes)

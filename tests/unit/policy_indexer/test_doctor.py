@@ -77,3 +77,12 @@ def test_json_output_is_one_object_per_check(clean_env: Path) -> None:
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.output.splitlines()]
     assert {"name", "outcome", "detail"} <= set(rows[0])
+
+
+def test_the_secrets_line_names_the_secrets_set_never_their_values(clean_env: Path) -> None:
+    settings = Settings(embedded_dir=clean_env / "s", elasticsearch_username="indexer",
+                        elasticsearch_password="pw-never-printed",
+                        webhook_secrets=["webhook-secret-never-printed"])
+    line = next(c for c in run_checks(settings) if c.name == "secrets")
+    assert line.detail == "set: elasticsearch_password, webhook_secrets"
+    assert "never-printed" not in line.line()

@@ -247,7 +247,13 @@ def _coverage(terms: list[str], chunks: list[Chunk]) -> float:
 
 
 _MESSAGES: dict[Status, str] = {
-    "ok": "Passages ranked by relevance; check each one's scope and dates before relying on it.",
+    # The threshold refuses questions far from the library, not ones near it that it does not
+    # answer (docs/search.md "The threshold goal"): the reader is told so.
+    "ok": (
+        "Passages ranked by relevance, best first. Ranking does not check that they answer "
+        "the question: if none of them does, there is no document on it. Check each one's "
+        "scope and dates before relying on it."
+    ),
     "no_document": "I have no document on this.",
     "no_access": "There is no document on this that you can see.",
 }

@@ -65,7 +65,7 @@ def _print(response: SearchResponse) -> None:
         click.echo(f"{n}. {p.title or p.document_id}  §{p.clause}  ({p.document_id} v{p.version})"
                    f"  score {p.score:.3f}{via}")
         click.echo(f"   {where}")
-        dates = f"valid {p.valid_from or '-'} .. {p.valid_to or '-'}"
+        dates = validity(p.valid_from, p.valid_to)
         if p.effective_date:
             dates += f", effective {p.effective_date}"
         click.echo(f"   scope {', '.join(p.scope) or 'everyone'}; {dates}; labels "
@@ -77,3 +77,14 @@ def _print(response: SearchResponse) -> None:
                        f"({p.freshness.lag_seconds or 0:.0f} s behind)")
         for line in p.text.strip().splitlines()[:12]:
             click.echo(f"   | {line}")
+
+
+def validity(valid_from: date | None, valid_to: date | None) -> str:
+    """The passage's dates as a person reads them (both ends inclusive, as the filter)."""
+    if valid_from and valid_to:
+        return f"valid {valid_from} to {valid_to}"
+    if valid_from:
+        return f"valid from {valid_from}"
+    if valid_to:
+        return f"valid until {valid_to}"
+    return "valid on any date"

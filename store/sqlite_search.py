@@ -17,7 +17,9 @@ of every match:
   leg at 100k chunks but loses recall (docs/search.md). The ranking itself
   comes from an in-memory copy of FTS5's postings (``store.search_postings``:
   the same BM25, bit for bit, in numpy), kept like the vectors until the data
-  changes; while it is not current, FTS5 ranks.
+  changes; while it is not current, FTS5 ranks. The copy is read on a thread
+  of its own, over a read-only connection of its own (``_postings``), so no
+  search and no writer waits the seconds it takes.
 - the dense leg reads the float32 vectors of the model once, keeps them until
   the database changes, and ranks them all by dot product (vectors are unit
   length): linear in the chunks, 1.5 kB of memory and one dot product per
@@ -32,12 +34,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import structlog
 
 from chunker.model import Chunk
 from store.search import SearchHit
@@ -84,6 +89,50 @@ VOCABULARY_TABLE = (
 ALL_TERMS = "SELECT rowid, terms FROM chunk_terms ORDER BY rowid"
 VOCABULARY = "SELECT term, doc, cnt FROM temp.chunk_terms_vocabulary"
 BODIES = "SELECT rowid, body FROM chunks WHERE rowid IN (SELECT value FROM json_each(?))"
+# The background reader's connection waits this long for a lock (WAL readers rarely wait).
+READER_BUSY_TIMEOUT_S = 5.0
+
+log = structlog.get_logger(__name__)
+
+DataKey = tuple[int, int]
+
+
+def read_snapshot(
+    conn: sqlite3.Connection,
+) -> tuple[list[tuple[int, str]], list[tuple[str, int, int]]]:
+    """Every row's terms and FTS5's vocabulary of them, in one read snapshot of ``conn``.
+
+    The vocabulary is a temp table, and temp tables belong to one connection: it is
+    made on ``conn`` itself. Raises ``sqlite3.Error``.
+    """
+    conn.execute(VOCABULARY_TABLE)
+    conn.execute("BEGIN")  # the terms and the vocabulary of one snapshot
+    try:
+        rows = conn.execute(ALL_TERMS).fetchall()
+        vocabulary = conn.execute(VOCABULARY).fetchall()
+    finally:
+        conn.execute("COMMIT")
+    return rows, vocabulary
+
+
+def read_postings(conn: sqlite3.Connection) -> Postings | None:
+    """The in-memory copy from one snapshot of ``conn`` (None: FTS5 holds the terms
+    otherwise, see ``Postings.build``). Raises ``sqlite3.Error``."""
+    return Postings.build(*read_snapshot(conn))
+
+
+def open_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection to the store's file: the background reader's own, so it
+    never takes the store's connection or lock, and cannot write by mistake."""
+    return sqlite3.connect(
+        path.resolve().as_uri() + "?mode=ro", uri=True, timeout=READER_BUSY_TIMEOUT_S,
+        isolation_level=None,
+    )
+
+
+def _opens_twice(path: Path) -> bool:
+    """An in-memory database is private to its one connection: no second one sees it."""
+    return str(path) != ":memory:"
 
 
 def _params(filters: SearchFilters) -> dict[str, Any]:
@@ -120,18 +169,33 @@ class SQLiteSearchIndex:
 
     ``keyword_fallbacks`` counts keyword searches that needed the filtered query
     (the first ranked block held too few rows the caller may see).
+
+    ``read_copy`` reads the keyword leg's copy over the connection it is given (the
+    background reader's own); tests pass one that waits or fails. ``close`` stops and
+    joins that reader; the store is the caller's to close.
     """
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(
+        self,
+        store: SQLiteStore,
+        *,
+        read_copy: Callable[[sqlite3.Connection], Postings | None] = read_postings,
+    ) -> None:
         self.store = store
         self.keyword_fallbacks = 0
         self._cache: dict[
-            str, tuple[tuple[int, int], npt.NDArray[np.int64], npt.NDArray[np.float32]]
+            str, tuple[DataKey, npt.NDArray[np.int64], npt.NDArray[np.float32]]
         ] = {}
-        # The keyword leg's in-memory postings, with the data key they were read at, and the
-        # data key the previous keyword search saw (see ``_postings``).
-        self._copy: tuple[tuple[int, int], Postings | None] | None = None
-        self._last_key: tuple[int, int] | None = None
+        self._read_copy = read_copy
+        # The keyword leg's in-memory postings, with the data key they were read at, the
+        # data key the previous keyword search saw, and the reader of the next copy with
+        # its connection (see ``_postings``); all under ``_guard``, held for microseconds.
+        self._guard = threading.Lock()
+        self._copy: tuple[DataKey, Postings | None] | None = None
+        self._last_key: DataKey | None = None
+        self._reader: threading.Thread | None = None
+        self._reader_conn: sqlite3.Connection | None = None
+        self._closed = False
 
     def keyword_search(
         self, terms: Sequence[str], filters: SearchFilters, limit: int
@@ -164,35 +228,102 @@ class SQLiteSearchIndex:
     def _postings(self) -> Postings | None:
         """The keyword leg's in-memory copy of FTS5's postings, when it is current.
 
-        Like the vectors it is read once and kept until the data key moves (a write
-        here or in another process), so it is never stale. Reading it costs ~1.5 s at
-        100k chunks, so it is read only when the data has not changed since the
-        previous keyword search: while a worker writes, every search asks FTS5 (the
-        same answer, at FTS5's cost) instead of paying for a copy the next write
-        makes stale.
+        Like the vectors it is kept until the data key (``_data_key``) moves: a write
+        here or in another process, so it is never stale. Reading it costs seconds at
+        100k chunks, so it is read only when the data has not moved since the previous
+        keyword search (while a worker writes, a copy would be stale at once), and on
+        a thread of its own over a read-only connection of its own: not the store's
+        connection, not under the store's lock, so no search and no writer waits for
+        it. Until it is current every search asks FTS5: the same answer, FTS5's cost.
+        At most one read runs at a time; a copy whose key no longer matches is dropped.
+
+        Why a copy labelled K is right when used: K is taken from the store's
+        connection *before* the reader's snapshot starts, so the snapshot holds K's
+        data or newer. If newer, something committed after K was taken, so the key
+        has moved past K (the store's own writes move ``total_changes``, any other
+        connection's commit moves ``data_version``; neither goes back) and the copy
+        labelled K never matches a key again: it is never used.
+
+        An in-memory database (``:memory:``) cannot be opened a second time: there the
+        copy is read in line, on the store's connection under its lock, as before.
         """
         key = self._data_key()
-        copy = self._copy
-        if copy is not None and copy[0] == key:
-            return copy[1]
-        if key != self._last_key:
-            self._last_key = key
-            return None
+        with self._guard:
+            copy = self._copy
+            if copy is not None:
+                if copy[0] == key:
+                    return copy[1]
+                self._copy = None  # its key has moved: it never matches again
+            if key != self._last_key:
+                self._last_key = key
+                return None
+            if self._closed or (self._reader is not None and self._reader.is_alive()):
+                return None
+            if _opens_twice(self.store.path):
+                # A daemon: a process that ends without close() does not wait for it,
+                # and it holds nothing of the store's (its own read-only connection).
+                self._reader = threading.Thread(
+                    target=self._read_in_background, args=(key,),
+                    name="keyword-postings-reader", daemon=True,
+                )
+                self._reader.start()
+                return None
+        return self._read_in_line(key)
+
+    def _read_in_line(self, key: DataKey) -> Postings | None:
+        """The copy read on the store's own connection (an in-memory store has no other)."""
         with self.store._lock:
-            conn = self.store._conn
             try:
-                conn.execute(VOCABULARY_TABLE)
-                conn.execute("BEGIN")  # the terms and the vocabulary of one snapshot
-                try:
-                    rows = conn.execute(ALL_TERMS).fetchall()
-                    vocabulary = conn.execute(VOCABULARY).fetchall()
-                finally:
-                    conn.execute("COMMIT")
+                rows, vocabulary = read_snapshot(self.store._conn)
             except sqlite3.Error as exc:
                 raise translate("read keyword postings", exc) from exc
         postings = Postings.build(rows, vocabulary)
-        self._copy = (key, postings)
+        with self._guard:
+            self._copy = (key, postings)
         return postings
+
+    def _read_in_background(self, key: DataKey) -> None:
+        """The reader thread: the copy labelled ``key``, kept if no search saw a newer key.
+
+        A failure is logged and changes nothing: FTS5 keeps answering, and the next
+        search that finds the data unchanged starts another read.
+        """
+        try:
+            conn = open_read_only(self.store.path)
+            try:
+                with self._guard:
+                    self._reader_conn = conn
+                    closed = self._closed
+                postings = None if closed else self._read_copy(conn)
+            finally:
+                with self._guard:
+                    self._reader_conn = None
+                conn.close()
+        except Exception as exc:  # a thread's boundary: logged here, or lost
+            if not self._closed:  # close() interrupts a read on purpose
+                log.error(
+                    "keyword postings read failed; FTS5 answers",
+                    path=str(self.store.path), data_key=list(key),
+                    error=f"{type(exc).__name__}: {exc}",
+                )
+            return
+        with self._guard:
+            if not self._closed and self._last_key == key:
+                self._copy = (key, postings)
+
+    def close(self) -> None:
+        """Stop a copy being read (its SQL is interrupted) and wait for its thread.
+
+        Idempotent. Searches after it ask FTS5 (and the store, which the caller closes).
+        """
+        with self._guard:
+            self._closed = True
+            self._copy = None
+            reader = self._reader
+            if self._reader_conn is not None:
+                self._reader_conn.interrupt()
+        if reader is not None:
+            reader.join()
 
     def _admitted(self, rowids: list[int], params: dict[str, Any]) -> set[int]:
         """Those of ``rowids`` that every filter admits (current version, scope, date, labels)."""
@@ -242,7 +373,7 @@ class SQLiteSearchIndex:
             picked += [int(i) for i in block if int(rowids[i]) in admitted]
         return self._hits([(int(rowids[i]), float(scores[i])) for i in picked[:limit]])
 
-    def _data_key(self) -> tuple[int, int]:
+    def _data_key(self) -> DataKey:
         """This connection's change count and SQLite's ``data_version`` (which moves when
         another connection commits): equal keys, same data."""
         with self.store._lock:

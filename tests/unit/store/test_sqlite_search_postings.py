@@ -80,6 +80,14 @@ def only_fts5(store: SQLiteStore) -> SQLiteSearchIndex:
     return index
 
 
+def settle(index: SQLiteSearchIndex) -> None:
+    """Wait for the copy being read on its thread, if any (a deadline, loudly)."""
+    reader = index._reader
+    if reader is not None:
+        reader.join(timeout=30)
+        assert not reader.is_alive(), "the keyword postings reader is still reading after 30 s"
+
+
 def hits(index: SQLiteSearchIndex, terms: list[str], limit: int = 10,
          labels: frozenset[str] | None = frozenset()) -> list[tuple[str, float]]:
     found = index.keyword_search(terms, SearchFilters(DAY, (), labels), limit)
@@ -123,14 +131,16 @@ def test_no_copy_of_terms_fts5_tokenises_otherwise(store: SQLiteStore) -> None:
 def test_a_write_is_seen_by_the_next_search(store: SQLiteStore) -> None:
     random_library(store, 100, seed=2)
     index, reference = SQLiteSearchIndex(store), only_fts5(store)
-    for _ in range(2):  # the first asks FTS5, the second reads the copy
+    for _ in range(2):  # the first asks FTS5, the second starts reading the copy
         assert hits(index, ["refund", "fee"]) == hits(reference, ["refund", "fee"])
+    settle(index)
     assert index._copy is not None and index._copy[1] is not None
 
     add(store, [make_chunk("doc-new", 1, "s", text="zebra " * 5 + "refund",
                            metadata={"language": None})])
-    for _ in range(3):  # FTS5, then a new copy, then that copy
+    for _ in range(3):  # FTS5, then a new copy (read on its thread), then that copy
         assert hits(index, ["zebra"]) == hits(reference, ["zebra"])
+        settle(index)
         assert [cid for cid, _ in hits(index, ["zebra"])] == ["doc-new@v1#s"]
         assert hits(index, ["refund"], 50) == hits(reference, ["refund"], 50)
 
@@ -140,6 +150,8 @@ def test_a_write_from_another_connection_is_seen(store: SQLiteStore) -> None:
     index = SQLiteSearchIndex(store)
     hits(index, ["refund"])
     hits(index, ["refund"])  # the copy is read now
+    settle(index)
+    assert index._copy is not None and index._copy[1] is not None
     other = SQLiteStore(store.path)
     try:
         add(other, [make_chunk("doc-other", 1, "s", text="quokka", metadata={"language": None})])

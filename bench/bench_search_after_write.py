@@ -158,6 +158,8 @@ def main() -> None:
                         help="seconds of back-to-back searches after each write")
     parser.add_argument("--steady", type=int, default=20, help="searches after the window")
     parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--raw", type=Path,
+                        help="also write every process's raw trials (JSON) to this file")
     parser.add_argument("--measure-db", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure_db is not None:
@@ -195,6 +197,8 @@ def main() -> None:
                                           env={**os.environ, "BENCH_CODE_ROOT": str(root)})
                     runs[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
                     loads.append(os.getloadavg()[0])
+            if args.raw is not None:
+                args.raw.write_text(json.dumps(runs))
             print(json.dumps({
                 "chunks": n or str(path), "load_s": round(load_s, 1), "encoder": args.encoder,
                 "rounds": args.rounds, "window_s": args.window,

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -117,8 +118,16 @@ def read_snapshot(
 
 def read_postings(conn: sqlite3.Connection) -> Postings | None:
     """The in-memory copy from one snapshot of ``conn`` (None: FTS5 holds the terms
-    otherwise, see ``Postings.build``). Raises ``sqlite3.Error``."""
-    return Postings.build(*read_snapshot(conn))
+    otherwise, see ``Postings.build``). Raises ``sqlite3.Error``.
+
+    Built with a pause that lets the GIL go between batches of rows: this runs on the
+    reader's thread, and a search on another thread should not wait its turn.
+    """
+    return Postings.build(*read_snapshot(conn), pause=_let_the_gil_go)
+
+
+def _let_the_gil_go() -> None:
+    time.sleep(0)  # releases the GIL: a waiting thread takes it now
 
 
 def open_read_only(path: Path) -> sqlite3.Connection:

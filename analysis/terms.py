@@ -28,6 +28,16 @@ from analysis.languages import SNOWBALL
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Languages where a diacritic makes another word (fold nowhere else).
 _NO_FOLD = frozenset({"tr", "az"})
+# Elided articles and pronouns: French "l'abonnement" is "abonnement", not the terms
+# "l" and "abonnement" (Lucene's French, Italian and Catalan analyzers strip them too).
+_ELIDED = {
+    "fr": "l|m|t|qu|n|s|j|d|c|jusqu|quoiqu|lorsqu|puisqu",
+    "it": "c|l|all|dall|dell|nell|sull|coll|pell|gl|agl|dagl|degl|negl|sugl|un|m|t|s|v|d",
+    "ca": "d|l|m|n|s|t",
+}
+_ELISION = {
+    lang: re.compile(rf"\b(?:{words})['\u2019](?=\w)") for lang, words in _ELIDED.items()
+}
 MAX_TERM_CHARS = 64  # a longer run is a hash, a URL or garbage: not a searchable word
 
 
@@ -35,6 +45,9 @@ def analyse(text: str, language: str | None) -> list[str]:
     """The terms of ``text`` in document order (repeats kept: BM25 counts them)."""
     lang = language if language in SNOWBALL else None
     lowered = _lower(text, lang)
+    elision = _ELISION.get(lang or "")
+    if elision is not None:
+        lowered = elision.sub("", lowered)
     stop = stop_words(lang)
     stem = _stemmer(lang)
     fold = lang not in _NO_FOLD

@@ -24,6 +24,25 @@ def test_diacritics_fold_after_stemming_but_not_in_turkish() -> None:
     assert analyse(dotless, "tr") != analyse("isik", "tr")
 
 
+@pytest.mark.parametrize(
+    ("language", "elided", "bare"),
+    [
+        ("fr", "l'abonnement d\u2019un enfant qu'il", "abonnement un enfant il"),
+        ("it", "dell'account nell'app", "account app"),
+        ("ca", "l'abonament d'un fill", "abonament un fill"),
+    ],
+)
+def test_an_elided_article_is_not_a_term_of_its_own(
+    language: str, elided: str, bare: str
+) -> None:
+    assert analyse(elided, language) == analyse(bare, language)
+
+
+def test_elision_is_only_at_a_word_start_and_only_where_the_language_has_it() -> None:
+    assert analyse("aujourd'hui", "fr") == analyse("aujourd hui", "fr")  # not a prefix
+    assert "l" in analyse("l'abonnement", None)  # no language, no rule
+
+
 def test_tokens_with_digits_are_kept_whole() -> None:
     assert analyse("MT103 v8 2703(f)", "en") == ["mt103", "v8", "2703", "f"]
 

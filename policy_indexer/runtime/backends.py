@@ -50,6 +50,7 @@ from transport.publisher import EventPublisher
 if TYPE_CHECKING:
     from embeddings.cache import EmbeddingCache
     from store.search_index import SearchIndex, VectorStore
+    from store.sqlite_search import SQLiteSearchIndex
 
     class SearchBackend(SearchIndex, VectorStore, Protocol):
         """A store's search side: both legs, and the vectors the backfill writes."""
@@ -187,6 +188,8 @@ class EmbeddedBackends:
     queue: LocalQueue
     _closed: bool = field(default=False, init=False)
     _connections: list[SQLiteStore] = field(default_factory=list, init=False)
+    # search indexes, closed before their stores: each may have a postings reader running
+    _indexes: list[SQLiteSearchIndex] = field(default_factory=list, init=False)
 
     @classmethod
     def open(cls, settings: Settings) -> EmbeddedBackends:
@@ -275,7 +278,9 @@ class EmbeddedBackends:
 
         store = SQLiteStore(index_path(self.settings))
         self._connections.append(store)
-        return SQLiteSearchIndex(store)
+        index = SQLiteSearchIndex(store)
+        self._indexes.append(index)
+        return index
 
     def embedding_cache(self) -> EmbeddingCacheBackend:
         from embeddings.cache_sqlite import SQLiteEmbeddingCache  # noqa: PLC0415
@@ -291,6 +296,8 @@ class EmbeddedBackends:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            for index in self._indexes:
+                index.close()  # stops and joins its postings reader, if one runs
             for store in self._connections:
                 store.close()
             self.queue.close()

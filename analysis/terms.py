@@ -94,19 +94,40 @@ def _has_digit(token: str) -> bool:
     return any(ch.isdigit() for ch in token)
 
 
+# Snowball's stop lists (function words only), as ``bm25s`` ships them, for the languages
+# where the ``stopwords`` package's list holds content words that policies are about:
+# French "essai" (trial), "bon" (voucher), "début"; Swedish "dagar" (days), "fjorton"
+# (fourteen), "beslut" (decision), "kr"; Spanish "trabajo", "tiempo", "valor"; Italian
+# "comprare", "lavoro"; Portuguese "valor", "horas"; Norwegian "tilstand", "slutt"; Danish
+# "mand", "ny"; Russian and Turkish numerals. Its German, Dutch and English lists are
+# function words, so they stay (and Snowball's German list measured no better).
+_SNOWBALL_LISTS = {
+    "da": "DANISH", "es": "SPANISH", "fr": "FRENCH", "it": "ITALIAN", "nb": "NORWEGIAN",
+    "no": "NORWEGIAN", "pt": "PORTUGUESE", "ru": "RUSSIAN", "sv": "SWEDISH", "tr": "TURKISH",
+}
+
+
 @cache
 def stop_words(language: str | None) -> frozenset[str]:
-    """The ``stopwords`` package's list for the language (Snowball-sized: ~175 in English).
+    """The language's stop words: short lists of function words.
 
-    Short lists on purpose: BM25 already weighs common words down, so a list only
-    has to keep question filler ("is it ... to the") out of the query; a longer
-    one (1,300 words) drops "order", "free", "year", which policies are about.
+    Snowball's (through ``bm25s``) where the ``stopwords`` package's list holds content
+    words, else that package's (English: its 149 words). Short lists on purpose: BM25
+    already weighs common words down, so a list only has to keep question filler
+    ("is it ... to the") out of the query; a longer one (1,300 words) drops "order",
+    "free", "year", which policies are about.
     """
-    if language is None or language not in LANGUAGE_MAPPING:
+    if language in _SNOWBALL_LISTS:
+        from bm25s import stopwords as snowball  # noqa: PLC0415 (numpy and more: only when needed)
+
+        words: Iterable[str] = getattr(snowball, f"STOPWORDS_{_SNOWBALL_LISTS[language]}")
+    elif language is not None and language in LANGUAGE_MAPPING:
+        words = get_stopwords(language, cache=True)
+    else:
         return frozenset()
     return frozenset(
         token
-        for word in get_stopwords(language, cache=True)
+        for word in words
         for token in _WORD.findall(word.lower())
         if not _has_digit(token)
     )

@@ -43,6 +43,23 @@ def test_elision_is_only_at_a_word_start_and_only_where_the_language_has_it() ->
     assert "l" in analyse("l'abonnement", None)  # no language, no rule
 
 
+@pytest.mark.parametrize(
+    ("language", "text", "kept", "dropped"),
+    [
+        ("fr", "la période d'essai et le bon d'achat", {"essai", "bon"}, {"la", "et", "le"}),
+        ("sv", "ångerrätt i fjorton dagar, beslut", {"fjorton", "dag", "beslut"}, {"i"}),
+        ("es", "el tiempo y el valor del trabajo", {"tiemp", "valor", "trabaj"}, {"el", "y"}),
+        ("it", "comprare il lavoro", {"compr", "lavor"}, {"il"}),
+    ],
+)
+def test_stop_words_are_function_words_not_what_policies_are_about(
+    language: str, text: str, kept: set[str], dropped: set[str]
+) -> None:
+    terms = set(analyse(text, language))
+    assert kept <= terms
+    assert not dropped & terms
+
+
 def test_tokens_with_digits_are_kept_whole() -> None:
     assert analyse("MT103 v8 2703(f)", "en") == ["mt103", "v8", "2703", "f"]
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 
 import pytest
 from support.chunks import make_chunk
+from support.keyword_copy import hits, only_fts5, settle
 
 from chunker.model import Chunk
 from store.model import DocumentState
-from store.search_index import SearchFilters
 from store.search_postings import Postings
 from store.sqlite import SQLiteStore
 from store.sqlite_search import (
@@ -29,7 +29,6 @@ from store.sqlite_search import (
 )
 
 T0 = datetime(2027, 1, 1, tzinfo=UTC)
-DAY = date(2027, 4, 1)
 WORDS = [f"w{i}" for i in range(40)] + ["refund", "parcel", "late", "fee"]
 
 
@@ -73,25 +72,6 @@ def copy_of(store: SQLiteStore) -> Postings | None:
         vocabulary = store._conn.execute(VOCABULARY).fetchall()
     return Postings.build(rows, vocabulary)
 
-
-def only_fts5(store: SQLiteStore) -> SQLiteSearchIndex:
-    index = SQLiteSearchIndex(store)
-    index._postings = lambda: None  # type: ignore[method-assign]
-    return index
-
-
-def settle(index: SQLiteSearchIndex) -> None:
-    """Wait for the copy being read on its thread, if any (a deadline, loudly)."""
-    reader = index._reader
-    if reader is not None:
-        reader.join(timeout=30)
-        assert not reader.is_alive(), "the keyword postings reader is still reading after 30 s"
-
-
-def hits(index: SQLiteSearchIndex, terms: list[str], limit: int = 10,
-         labels: frozenset[str] | None = frozenset()) -> list[tuple[str, float]]:
-    found = index.keyword_search(terms, SearchFilters(DAY, (), labels), limit)
-    return [(h.chunk.chunk_id, h.score) for h in found]
 
 
 def test_the_same_rows_scores_and_order_as_fts5(store: SQLiteStore) -> None:

@@ -13,23 +13,21 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
 from support.chunks import make_chunk
+from support.keyword_copy import DEADLINE_S, hits, only_fts5, settle
 
 from chunker.model import Chunk
 from store.model import DocumentState
-from store.search_index import SearchFilters
 from store.search_postings import Postings
 from store.sqlite import SQLiteStore
 from store.sqlite_search import SQLiteSearchIndex, read_postings
 
 T0 = datetime(2027, 1, 1, tzinfo=UTC)
-DAY = date(2027, 4, 1)
-DEADLINE_S = 30.0
 
 
 @pytest.fixture
@@ -61,25 +59,6 @@ def library(store: SQLiteStore) -> None:
     add(store, [chunk(f"doc-{i:03d}", " ".join(["refund"] * (1 + i % 7) + ["fee"] * (i % 3)
                                              + [f"w{i % 11}"]))
                 for i in range(60)])
-
-
-def hits(index: SQLiteSearchIndex, terms: list[str], limit: int = 10
-         ) -> list[tuple[str, float]]:
-    found = index.keyword_search(terms, SearchFilters(DAY, (), frozenset()), limit)
-    return [(h.chunk.chunk_id, h.score) for h in found]
-
-
-def only_fts5(store: SQLiteStore) -> SQLiteSearchIndex:
-    index = SQLiteSearchIndex(store)
-    index._postings = lambda: None  # type: ignore[method-assign]
-    return index
-
-
-def settle(index: SQLiteSearchIndex) -> None:
-    reader = index._reader
-    if reader is not None:
-        reader.join(timeout=DEADLINE_S)
-        assert not reader.is_alive(), f"the postings reader still reads after {DEADLINE_S} s"
 
 
 def label(index: SQLiteSearchIndex) -> tuple[int, int] | None:

@@ -171,11 +171,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-after-write-") as tmp:
         codes: list[tuple[str, Path]] = []
         for number, rev in enumerate(args.baseline):
-            baseline = Path(tmp) / f"baseline-{number}"
-            baseline.mkdir()
-            archive = subprocess.run(["git", "-C", str(lat.ROOT), "archive", rev],
-                                     check=True, capture_output=True).stdout
-            subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive, check=True)
+            baseline = lat.extract_revision(rev, Path(tmp) / f"baseline-{number}")
             codes.append((f"baseline {rev}", baseline))
         codes.append(("working tree", lat.ROOT))
         for n in [0] if args.db else args.sizes:

@@ -307,15 +307,22 @@ def measure_db(args: argparse.Namespace) -> None:
     print(json.dumps({"times": times, "statuses": statuses}))
 
 
+def extract_revision(rev: str, into: Path) -> Path:
+    """The repository's tree at ``rev`` (``git archive``) in ``into``, a new directory: the
+    code a process measures when ``BENCH_CODE_ROOT`` names it."""
+    into.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
 def compare_sqlite(args: argparse.Namespace, tmp: Path, n: int, words: list[str],
                    model_id: str) -> list[dict[str, Any]]:
     """The baseline revision and the working tree over one SQLite file, rounds alternating."""
     baseline = tmp / "baseline"
     if not baseline.exists():
-        baseline.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline],
-                                 check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive, check=True)
+        extract_revision(args.baseline, baseline)
     index, _bare, close, load_s = sqlite_case(tmp, n, words, model_id)
     path = index.store.path
     close()

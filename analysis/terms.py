@@ -100,7 +100,7 @@ def _has_digit(token: str) -> bool:
 # (fourteen), "beslut" (decision), "kr"; Spanish "trabajo", "tiempo", "valor"; Italian
 # "comprare", "lavoro"; Portuguese "valor", "horas"; Norwegian "tilstand", "slutt"; Danish
 # "mand", "ny"; Russian and Turkish numerals. Its German, Dutch and English lists are
-# function words, so they stay (and Snowball's German list measured no better).
+# function words, so they stay (and Snowball's German list measured worse: docs/search.md).
 _SNOWBALL_LISTS = {
     "da": "DANISH", "es": "SPANISH", "fr": "FRENCH", "it": "ITALIAN", "nb": "NORWEGIAN",
     "no": "NORWEGIAN", "pt": "PORTUGUESE", "ru": "RUSSIAN", "sv": "SWEDISH", "tr": "TURKISH",

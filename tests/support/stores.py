@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
 
 import pytest
 
+from chunker.model import Chunk
 from store.base import Store
 from store.elasticsearch import ElasticsearchStore
 from store.memory import InMemoryStore
+from store.model import DocumentState
 from store.sqlite import SQLiteStore
 
 
@@ -53,3 +56,14 @@ STORE_FACTORIES: list[object] = [
     pytest.param(elasticsearch_store, id="elasticsearch", marks=pytest.mark.services),
     pytest.param(sqlite_store, id="sqlite"),
 ]
+
+
+WRITTEN_AT = datetime(2027, 1, 1, tzinfo=UTC)
+
+
+def add_current(store: Store, chunks: Sequence[Chunk], at: datetime = WRITTEN_AT) -> None:
+    """Write ``chunks``, each the current version of a document of its own (the document's
+    state lists that one chunk): what a search sees as a library."""
+    store.write_chunks(chunks)
+    for c in chunks:
+        store.put_state(DocumentState(c.document_id, c.version, at, at, (c.chunk_id,)))

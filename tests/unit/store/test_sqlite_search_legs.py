@@ -16,6 +16,7 @@ from datetime import UTC, date, datetime
 import numpy as np
 import pytest
 from support.chunks import make_chunk
+from support.stores import add_current
 
 from chunker.model import Chunk
 from store.model import DocumentState
@@ -35,12 +36,6 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SQLiteStore]:
     made.close()
 
 
-def add(store: SQLiteStore, chunks: list[Chunk]) -> None:
-    store.write_chunks(chunks)
-    for c in chunks:
-        store.put_state(DocumentState(c.document_id, c.version, T0, T0, (c.chunk_id,)))
-
-
 def library(store: SQLiteStore, secret: int, public: int) -> dict[str, Chunk]:
     """``secret`` chunks that mention refunds often, then ``public`` ones that mention them
     less: every secret chunk outranks every public one."""
@@ -54,7 +49,7 @@ def library(store: SQLiteStore, secret: int, public: int) -> dict[str, Chunk]:
             metadata={"language": "en", "access_labels": ["secret"] if is_secret else [],
                       "scope": ["lisbon"] if i % 3 == 0 else []},
         ))
-    add(store, chunks)
+    add_current(store, chunks)
     return {c.chunk_id: c for c in chunks}
 
 

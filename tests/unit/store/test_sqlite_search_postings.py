@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
 import pytest
 from support.chunks import make_chunk
 from support.keyword_copy import hits, only_fts5, settle
+from support.stores import add_current
 
-from chunker.model import Chunk
-from store.model import DocumentState
 from store.search_postings import Postings
 from store.sqlite import SQLiteStore
 from store.sqlite_search import (
@@ -28,7 +26,6 @@ from store.sqlite_search import (
     _match,
 )
 
-T0 = datetime(2027, 1, 1, tzinfo=UTC)
 WORDS = [f"w{i}" for i in range(40)] + ["refund", "parcel", "late", "fee"]
 
 
@@ -40,12 +37,6 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SQLiteStore]:
     made.close()
 
 
-def add(store: SQLiteStore, chunks: list[Chunk]) -> None:
-    store.write_chunks(chunks)
-    for c in chunks:
-        store.put_state(DocumentState(c.document_id, c.version, T0, T0, (c.chunk_id,)))
-
-
 def random_library(store: SQLiteStore, count: int, seed: int) -> None:
     """Chunks of skewed word frequencies and lengths, many exact duplicates (ties)."""
     rng = random.Random(seed)
@@ -55,7 +46,7 @@ def random_library(store: SQLiteStore, count: int, seed: int) -> None:
         for _ in range(count // 2)
     ]
     texts += rng.choices(texts, k=count - len(texts))  # duplicates: equal scores
-    add(store, [make_chunk(f"doc-{i:04d}", 1, "s", text=text, heading_path=["P"],
+    add_current(store, [make_chunk(f"doc-{i:04d}", 1, "s", text=text, heading_path=["P"],
                            metadata={"language": None})
                 for i, text in enumerate(texts)])
 
@@ -97,7 +88,7 @@ def test_an_unknown_term_fts5_might_split_goes_to_fts5(store: SQLiteStore) -> No
 
 def test_no_copy_of_terms_fts5_tokenises_otherwise(store: SQLiteStore) -> None:
     """``\\w`` keeps ``order_id`` whole; FTS5's unicode61 splits it in two tokens."""
-    add(store, [
+    add_current(store, [
         make_chunk("doc-a", 1, "s", text="order_id refund", metadata={"language": None}),
         make_chunk("doc-b", 1, "s", text="order refund id", metadata={"language": None}),
     ])
@@ -116,7 +107,7 @@ def test_a_write_is_seen_by_the_next_search(store: SQLiteStore) -> None:
     settle(index)
     assert index._copy is not None and index._copy[1] is not None
 
-    add(store, [make_chunk("doc-new", 1, "s", text="zebra " * 5 + "refund",
+    add_current(store, [make_chunk("doc-new", 1, "s", text="zebra " * 5 + "refund",
                            metadata={"language": None})])
     for _ in range(3):  # FTS5, then a new copy (read on its thread), then that copy
         assert hits(index, ["zebra"]) == hits(reference, ["zebra"])
@@ -134,7 +125,8 @@ def test_a_write_from_another_connection_is_seen(store: SQLiteStore) -> None:
     assert index._copy is not None and index._copy[1] is not None
     other = SQLiteStore(store.path)
     try:
-        add(other, [make_chunk("doc-other", 1, "s", text="quokka", metadata={"language": None})])
+        add_current(other, [make_chunk("doc-other", 1, "s", text="quokka",
+                                       metadata={"language": None})])
     finally:
         other.close()
     assert [cid for cid, _ in hits(index, ["quokka"])] == ["doc-other@v1#s"]
@@ -142,7 +134,7 @@ def test_a_write_from_another_connection_is_seen(store: SQLiteStore) -> None:
 
 
 def test_the_filters_still_apply_after_the_copy(store: SQLiteStore) -> None:
-    add(store, [
+    add_current(store, [
         make_chunk(f"doc-{i}", 1, "s", text="refund " * (i + 1),
                    metadata={"language": None, "access_labels": ["secret"] if i % 2 else []})
         for i in range(20)

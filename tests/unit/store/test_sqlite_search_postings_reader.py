@@ -13,21 +13,18 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
 from support.chunks import make_chunk
 from support.keyword_copy import DEADLINE_S, hits, only_fts5, settle
+from support.stores import add_current
 
 from chunker.model import Chunk
-from store.model import DocumentState
 from store.search_postings import Postings
 from store.sqlite import SQLiteStore
 from store.sqlite_search import SQLiteSearchIndex, read_postings
-
-T0 = datetime(2027, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -45,18 +42,12 @@ def pool() -> Iterator[ThreadPoolExecutor]:
         yield executor
 
 
-def add(store: SQLiteStore, chunks: list[Chunk]) -> None:
-    store.write_chunks(chunks)
-    for c in chunks:
-        store.put_state(DocumentState(c.document_id, c.version, T0, T0, (c.chunk_id,)))
-
-
 def chunk(doc: str, text: str) -> Chunk:
     return make_chunk(doc, 1, "s", text=text, metadata={"language": None})
 
 
 def library(store: SQLiteStore) -> None:
-    add(store, [chunk(f"doc-{i:03d}", " ".join(["refund"] * (1 + i % 7) + ["fee"] * (i % 3)
+    add_current(store, [chunk(f"doc-{i:03d}", " ".join(["refund"] * (1 + i % 7) + ["fee"] * (i % 3)
                                              + [f"w{i % 11}"]))
                 for i in range(60)])
 
@@ -128,7 +119,7 @@ def test_a_search_and_a_write_do_not_wait_for_the_read(
     # The read is held: a search answers (FTS5's answer) and a write in this process goes
     # through, each well before the deadline.
     assert done(pool, lambda: hits(index, ["refund", "fee"])) == hits(reference, ["refund", "fee"])
-    done(pool, lambda: add(store, [chunk("doc-new", "refund parcel")]))
+    done(pool, lambda: add_current(store, [chunk("doc-new", "refund parcel")]))
     assert [cid for cid, _ in done(pool, lambda: hits(index, ["parcel"]))] == ["doc-new@v1#s"]
     assert held.calls == 1  # one read at a time: the searches above started no other
 
@@ -148,7 +139,7 @@ def test_a_write_during_the_read_leaves_that_copy_unused(
     index, reference = SQLiteSearchIndex(store, read_copy=held), only_fts5(store)
     start_read(index, held, ["refund"])
     before = index._data_key()
-    add(store, [chunk("doc-new", "quokka " * 4 + "refund")])
+    add_current(store, [chunk("doc-new", "quokka " * 4 + "refund")])
     held.release.set()
     settle(index)
     assert label(index) == before  # read, and labelled with the key before the write

@@ -23,7 +23,7 @@ from tenacity import (
 )
 
 from consumers.errors import TransientError
-from store.errors import StoreAccessError, TransientStoreError
+from store.errors import StoreAccessError, StoreError, TransientStoreError
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
@@ -53,6 +53,9 @@ class HealthState:
     stopping: bool = False
     kafka_unreachable: str | None = None  # why the transport counts as away (Kafka's only)
     starting: bool = False  # still connecting to its dependencies (not ready, alive)
+    # What the backoff waits for: "store" (unreachable, disk full, blocked, locked) or
+    # "transport" (Kafka, the dead-letter sink); None while not retrying.
+    waiting_for: str | None = None
 
 
 def call_with_retry(
@@ -68,6 +71,7 @@ def call_with_retry(
         health.retrying = True
         health.attempts = state.attempt_number
         health.last_error = f"{type(exc).__name__}: {exc}" if exc else None
+        health.waiting_for = "store" if isinstance(exc, StoreError) else "transport"
         if exc is not None:
             on_retry(exc)
         log.warning(
@@ -92,3 +96,4 @@ def call_with_retry(
     finally:
         health.retrying = False
         health.attempts = 0
+        health.waiting_for = None

@@ -44,14 +44,19 @@ def connect(
 
 @contextmanager
 def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT``; ``ROLLBACK`` on any exception (then re-raised).
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``; ``ROLLBACK`` on any exception (then re-raised)
+    unless SQLite has already rolled back.
 
     The caller holds its own lock: one connection is shared by threads.
     """
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn
+        conn.execute("COMMIT")  # a COMMIT that fails leaves no transaction open either
     except BaseException:
-        conn.execute("ROLLBACK")
+        # SQLite rolls back by itself on some errors (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM
+        # in the middle of a statement): a ROLLBACK then would fail with "no transaction is
+        # active" and hide the error that matters (a full disk read as a bug).
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")

@@ -4,6 +4,8 @@
 
     StoreError
     ├── TransientStoreError   unreachable, timeout, 429, 5xx: retry, the data is fine
+    │   └── StoreUnavailableError  up but cannot write for now: disk full, I/O error, locked,
+    │                              cannot open the file; an index blocked (flood stage)
     ├── RejectedDocumentError the store refuses this document (mapping, size): poison
     ├── StoreSetupError       the index template, indices or alias cannot be made
     └── StoreAccessError      credentials refused (401/403) or TLS not verified: configuration
@@ -29,6 +31,13 @@ class StoreError(Exception):
 
 class TransientStoreError(StoreError):
     """The store could not be reached or asked us to slow down; try again later."""
+
+
+class StoreUnavailableError(TransientStoreError):
+    """The store cannot take this request for now, whatever the event: its disk is full, an
+    I/O error, the database locked beyond its busy timeout or its file cannot be opened
+    (SQLite); an index blocked by the flood-stage watermark or an operator's block
+    (Elasticsearch). Retried with backoff while it lasts, never dead-lettered."""
 
 
 class RejectedDocumentError(StoreError):

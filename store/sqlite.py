@@ -3,8 +3,9 @@
 Standard library only (``sqlite3``), WAL mode so readers never wait for the
 writer. One connection per store, shared by threads under a lock; every write
 is one ``BEGIN IMMEDIATE`` transaction, so a SIGKILL leaves either all of a
-call's rows or none. A busy database (another process writing) surfaces as
-``TransientStoreError`` and the worker retries; a file that is not a database
+call's rows or none. A busy database (another process writing), a full disk, an I/O
+error or a file that cannot be opened surface as ``StoreUnavailableError`` (transient) and
+the worker retries while it lasts; a file that is not a database
 (or a newer schema) as ``StoreSetupError``.
 """
 
@@ -21,7 +22,12 @@ from typing import Any
 import sqlitedb
 from chunker.model import Chunk
 from store.base import MAX_KEYWORD_BYTES, keyword_too_long
-from store.errors import RejectedDocumentError, StoreError, StoreSetupError, TransientStoreError
+from store.errors import (
+    RejectedDocumentError,
+    StoreError,
+    StoreSetupError,
+    StoreUnavailableError,
+)
 from store.model import ChunkRef, DocumentState
 from store.search import SearchHit, SearchQueryError, fts5_match
 from store.search_index import check_labels
@@ -50,12 +56,26 @@ def connect(path: str | Path, *, busy_timeout_s: float = 5.0) -> sqlite3.Connect
     return conn
 
 
+# Primary result codes of a store that cannot take a request for now, whatever the event:
+# SQLITE_BUSY (5) and SQLITE_LOCKED (6) beyond busy_timeout, SQLITE_NOMEM (7), SQLITE_IOERR (10,
+# every extended code: EFBIG, EIO, a lost mount), SQLITE_FULL (13: "database or disk is full"),
+# SQLITE_CANTOPEN (14: "unable to open database file", the -wal or -shm cannot be made).
+UNAVAILABLE_CODES = frozenset({5, 6, 7, 10, 13, 14})
+UNAVAILABLE_MESSAGES = ("locked", "busy", "database or disk is full", "disk i/o error",
+                        "unable to open database file", "out of memory")
+
+
 def translate(what: str, exc: sqlite3.Error) -> StoreError:
+    """A SQLite error in the ``store.errors`` tree: ``StoreUnavailableError`` (retried while it
+    lasts) for a full disk, an I/O error, a lock or a file that cannot be opened; a plain
+    ``StoreError`` (a bug: the event is tried a few times, then dead-lettered) otherwise."""
     message = f"{what}: SQLite: {exc}"
-    if isinstance(exc, sqlite3.OperationalError) and (
-        "locked" in str(exc) or "busy" in str(exc)
+    code = getattr(exc, "sqlite_errorcode", None)
+    if (isinstance(code, int) and code & 0xFF in UNAVAILABLE_CODES) or (
+        isinstance(exc, sqlite3.OperationalError)
+        and any(m in str(exc).lower() for m in UNAVAILABLE_MESSAGES)
     ):
-        return TransientStoreError(message)
+        return StoreUnavailableError(message)
     return StoreError(message)
 
 

@@ -62,8 +62,11 @@ def worker_health(health: HealthState) -> Health:
             status = "starting"
         if health.stopping:
             status = "stopping"
-        return {"status": status, "attempts": health.attempts,
+        body: dict[str, Any] = {"status": status, "attempts": health.attempts,
                 "last_error": health.last_error or away}
+        if health.retrying and health.waiting_for:  # "store": unavailable, not an event's fault
+            body["waiting_for"] = health.waiting_for
+        return body
 
     return report
 

@@ -17,7 +17,7 @@ from typing import IO
 
 import pydantic
 
-from events.model import Action, ChangeEvent, EventMetadata
+from events.model import MAX_SOURCE_VERSION, Action, ChangeEvent, EventMetadata
 
 # The owner of what a change log brings (``sources.changelog.ChangeLogSource.name``), so the
 # monitor and the reconcile over the same log compare these documents with it.
@@ -57,13 +57,19 @@ def read_records(path: str | Path) -> Iterator[tuple[str, dict[str, object]]]:
 
 
 def event_from_line(record: dict[str, object], source: str) -> ChangeEvent:
+    """The change of one line; ``ValueError`` (or a pydantic one) for a line the change
+    event refuses, a version above what a source may stamp included."""
     action = Action(str(record["action"]))
     path = record.get("path")
+    version = int(str(record["version"]))
+    if version > MAX_SOURCE_VERSION:
+        raise ValueError(f"version {version} is above the maximum {MAX_SOURCE_VERSION} a "
+                         "source may stamp")
     return ChangeEvent(
         event_id=f"{source}:{record['seq']}",
         document_id=str(record["document_id"]),
         action=action,
-        version=int(str(record["version"])),
+        version=version,
         changed_at=datetime.fromisoformat(str(record["changed_at"]).replace("Z", "+00:00")),
         content_type="text/markdown" if action is Action.UPSERT else None,
         content=str(record["content"]) if action is Action.UPSERT else None,

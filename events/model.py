@@ -10,14 +10,13 @@ from this model (``python -m events.schema``) and checked by a test.
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import date
 from enum import StrEnum
 from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-# '@' and '#' separate the parts of a chunk id; control characters break logs.
-_DOCUMENT_ID = re.compile(r"^[^@#\x00-\x1f\x7f]{1,512}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 # What every store can hold (SQLite INTEGER and Elasticsearch ``long`` are signed 64-bit,
@@ -29,6 +28,14 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # and 2**53 - 1 is the largest integer every JSON reader keeps exact (JavaScript CMSs,
 # float64 metric values), while still holding a millisecond timestamp for 285,000 years.
 MAX_VERSION = 2**53 - 1
+# What a source may stamp (the webhook payload, the folder's front matter, a change log):
+# the top 2**20 versions are kept for the versions the pipeline makes itself above a
+# source's (the folder watcher's "one more" after a delete or two edits in one second, the
+# Git source's offsets after a force-push), so a document a source stamps at the top of its
+# range can still be edited, deleted and re-created. Above it, a source's version is
+# refused at the door (422, or the file listed unreadable), never accepted and frozen.
+VERSION_HEADROOM = 2**20
+MAX_SOURCE_VERSION = MAX_VERSION - VERSION_HEADROOM
 # A document id is the ``_id`` of its state and the head of each chunk id
 # ``<id>@v<version>#<slug>``: half of the 512 bytes, the rest for ``@v``, 16 digits and a slug.
 MAX_DOCUMENT_ID_BYTES = 256
@@ -64,11 +71,81 @@ def utf8_size(value: str) -> int:
         raise ValueError(f"is not valid Unicode (a lone surrogate at {exc.start})") from exc
 
 
-def _check_document_id(value: str) -> str:
+# Bidirectional controls (Unicode category Cf, named here for the error message): they
+# reorder what a log, a terminal or a CMS screen shows, so ``abc\u202edm.`` prints as
+# another id.
+_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                           "\u2066\u2067\u2068\u2069")
+# What the published JSON Schemas say of an id (documentation for other producers; the
+# authoritative check is ``check_document_id``, which also wants NFC and clean segments).
+DOCUMENT_ID_SCHEMA_PATTERN = (
+    r"^(?![ /])(?!\.\.?(/|$))(?!.*[ /]$)(?!.*//)(?!.*/\.\.?(/|$))"
+    r"[^@#\x00-\x1f\x7f-\x9f\u00a0\u00ad\u061c\u180e\u2000-\u200f\u2028-\u202f"
+    r"\u205f-\u206f\u3000\ufeff]+$"
+)
+
+
+def check_document_id(value: str) -> str:
+    """A document id every ingress may pass on; ``ValueError`` naming what is wrong.
+
+    An id is a key: of the document's state, of its chunks, of the one-owner check and of
+    the source's own listing. Two ids that print alike but differ in code points would be
+    two documents, and the second would go round the owner check (a 409) and the version
+    guard of the first. So an id is refused, never silently changed, when it has:
+
+    - ``@`` or ``#`` (they separate the parts of a chunk id ``<id>@v<version>#<slug>``),
+      more than ``MAX_DOCUMENT_ID_BYTES`` bytes of UTF-8, a lone surrogate;
+    - a control character (C0, DEL, C1 such as U+0085), a bidirectional control
+      (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or any other format
+      character (Unicode category Cf: zero-width U+200B..U+200D, U+2060, U+FEFF, the soft
+      hyphen...);
+    - whitespace other than the plain space U+0020 (no-break space, line separator...),
+      or a space at either end;
+    - a form other than Unicode NFC (``e`` + U+0301 for ``é``): refused, not normalised,
+      because the source still names the document by its own code points; an index that
+      kept the NFC form would then hold an id its source never lists (the monitor would
+      count it deleted at the source, the reconcile would delete it), and its deletion
+      would never match. The error gives the NFC form to send instead;
+    - an empty, ``.`` or ``..`` path segment: a leading ``/`` or ``./``, a ``/`` at the
+      end, ``//``, ``a/./b``, ``a/../b`` (a path spelled another way is another key for
+      one file).
+    """
+    if not value:
+        raise ValueError("must not be empty")
     size = utf8_size(value)
     if size > MAX_DOCUMENT_ID_BYTES:
         raise ValueError(f"is {size} bytes in UTF-8; at most {MAX_DOCUMENT_ID_BYTES}")
+    for position, char in enumerate(value):
+        problem = _id_character_problem(char)
+        if problem is not None:
+            raise ValueError(f"has {problem}, U+{ord(char):04X}, at character {position}")
+    if value != value.strip():
+        raise ValueError("must not begin or end with whitespace")
+    if not unicodedata.is_normalized("NFC", value):
+        nfc = unicodedata.normalize("NFC", value)
+        raise ValueError(f"is not in Unicode NFC form (a character written decomposed); "
+                         f"send it as {nfc!r}")
+    segments = value.split("/")
+    if "" in segments:
+        raise ValueError("has an empty path segment (a leading or trailing '/', or '//')")
+    if "." in segments or ".." in segments:
+        raise ValueError("has a '.' or '..' path segment (write the path without it)")
     return value
+
+
+def _id_character_problem(char: str) -> str | None:
+    if char in "@#":
+        return f"{char!r}, which separates the parts of a chunk id"
+    category = unicodedata.category(char)
+    if category == "Cc":
+        return "a control character"
+    if char in _BIDI_CONTROLS:
+        return "a bidirectional control character"
+    if category == "Cf":
+        return "an invisible format character (Unicode category Cf)"
+    if category in ("Zl", "Zp") or (category == "Zs" and char != " "):
+        return "whitespace other than a plain space"
+    return None
 
 
 def _check_content(value: str) -> str:
@@ -93,6 +170,12 @@ Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_check_te
 Version = Annotated[
     int, Field(ge=1, le=MAX_VERSION, description="Grows per document at the source.")
 ]
+SourceVersion = Annotated[
+    int,
+    Field(ge=1, le=MAX_SOURCE_VERSION,
+          description="Grows per document at the source; at most 2^53 - 1 - 2^20 "
+          "(events.model.MAX_SOURCE_VERSION)."),
+]
 SourceName = Annotated[
     str,
     Field(
@@ -103,7 +186,15 @@ SourceName = Annotated[
     ),
 ]
 DocumentId = Annotated[
-    str, Field(pattern=_DOCUMENT_ID.pattern), AfterValidator(_check_document_id)
+    str,
+    Field(
+        json_schema_extra={"pattern": DOCUMENT_ID_SCHEMA_PATTERN},
+        description="The document's key: at most 256 bytes of UTF-8, Unicode NFC, no '@' or "
+        "'#', no control, bidirectional or other format (Cf) character, no whitespace but "
+        "inner plain spaces, no empty, '.' or '..' segment between '/' "
+        "(events.model.check_document_id).",
+    ),
+    AfterValidator(check_document_id),
 ]
 
 

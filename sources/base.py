@@ -22,7 +22,12 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Protocol
 
-from events.model import MAX_VERSION, ContentType, EventMetadata
+from events.model import (
+    MAX_SOURCE_VERSION,
+    ContentType,
+    EventMetadata,
+    check_document_id,
+)
 from sources.errors import SourceDataError
 
 
@@ -38,6 +43,11 @@ class UnreadableKind(StrEnum):
     NOT_REGULAR = "not_regular"  # a FIFO, socket, device: never opened
     TOO_LARGE = "too_large"  # above the configured size bound
     IO_ERROR = "io_error"  # any other error of the operating system
+    HIDDEN = "hidden"  # a link whose target passes through a hidden name (.git, .env)
+    HARD_LINK = "hard_link"  # a file with more than one hard link: its other name is unknown
+    NAME = "name"  # a file name that is not UTF-8
+    UNLISTABLE = "unlistable"  # a sub-folder that cannot be listed: its documents are kept
+    DOCUMENT_ID = "document_id"  # its path makes an id the change event refuses
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,13 +127,29 @@ def parse_changed_at(value: object, where: str) -> datetime:
 
 
 def parse_version(value: object, where: str) -> int:
-    """A version: an integer in 1..MAX_VERSION (a bool or a float is refused).
+    """A version: an integer in 1..MAX_SOURCE_VERSION (a bool or a float is refused).
 
-    The bound is the change event's (``events.model.MAX_VERSION``): a bigger one
-    could never be indexed, so the file is reported unreadable, with this reason.
+    The bound is what a source may stamp (``events.model.MAX_SOURCE_VERSION``, the change
+    event's ``MAX_VERSION`` less the pipeline's headroom): a bigger one could never be
+    edited again, so the file is reported unreadable, with this reason.
     """
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise SourceDataError(f"{where}: version {value!r} is not an integer >= 1")
-    if value > MAX_VERSION:
-        raise SourceDataError(f"{where}: version {value!r} is above the maximum {MAX_VERSION}")
+    if value > MAX_SOURCE_VERSION:
+        raise SourceDataError(f"{where}: version {value!r} is above the maximum "
+                              f"{MAX_SOURCE_VERSION} a source may stamp")
     return value
+
+
+def document_id_problem(document_id: str) -> Unreadable | None:
+    """Why the change event refuses ``document_id`` (made from a file's path), or None.
+
+    Every source that derives ids calls it where it builds one, so a file whose id is
+    a look-alike (a zero-width or bidirectional character, not NFC, ...) is listed
+    unreadable with the reason instead of published.
+    """
+    try:
+        check_document_id(document_id)
+    except ValueError as exc:
+        return Unreadable(UnreadableKind.DOCUMENT_ID, f"document id {document_id!r} {exc}")
+    return None

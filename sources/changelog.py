@@ -20,7 +20,13 @@ from typing import Any
 
 from events.changelog import CHANGELOG_SOURCE, ChangeLogError, read_records
 from events.model import EventMetadata
-from sources.base import SourceDocument, SourceEntry, parse_changed_at, parse_version
+from sources.base import (
+    SourceDocument,
+    SourceEntry,
+    document_id_problem,
+    parse_changed_at,
+    parse_version,
+)
 from sources.errors import DocumentNotFoundError, SourceDataError, SourceUnavailableError
 
 
@@ -69,6 +75,9 @@ class ChangeLogSource:
                 raise SourceDataError(f"{where}: missing field {exc}") from exc
             if not isinstance(document_id, str) or not document_id:
                 raise SourceDataError(f"{where}: document_id {document_id!r} is not a string")
+            bad_id = document_id_problem(document_id)
+            if bad_id is not None:  # as the replay refuses it (events.changelog)
+                raise SourceDataError(f"{where}: {bad_id.detail}")
             if action not in ("upsert", "delete"):
                 raise SourceDataError(f"{where}: action {action!r} is not upsert or delete")
             entries[document_id] = SourceEntry(

@@ -37,6 +37,25 @@ Reading never blocks and never leaves the library:
   root, so an outside target would go stale silently. Links to folders are
   not walked (``os.walk`` default), so a folder link loop cannot recurse;
 - at most ``max_file_bytes`` are read: a bigger file is reported as too large.
+
+Hidden names, hard links, names and folders (issue 22):
+
+- nothing is read through a hidden name (``.git``, ``.env``, any name starting
+  with ``.``): hidden folders are not walked, hidden files are no documents,
+  and a symbolic link whose resolved target passes through a hidden name
+  relative to the root (``gitconfig.md -> .git/config``, ``dotenv.md -> .env``)
+  is reported (``hidden``), not read. ``hidden_allow`` names the hidden
+  names that are part of the library anyway (``.well-known``);
+- a file with more than one hard link is reported (``hard_link``), not read,
+  unless ``allow_hard_links``: its other name may be anywhere on the file
+  system (``ln /etc/passwd lib/x.md``), and nothing tells where;
+- a name that is not UTF-8 (``caf\\xe9.md`` in Latin-1) is reported (``name``)
+  under its escaped, bounded form (which is also its document id), never
+  read: an id with a lone surrogate cannot be logged, stored or served;
+- a sub-folder that cannot be listed is one entry (``unlistable``, its id the
+  folder's path with a trailing ``/``): what it holds is unknown, so the
+  documents under it must be kept as they are (``sources.unlisted``); only an
+  unlistable root fails the listing.
 """
 
 from __future__ import annotations
@@ -46,7 +65,7 @@ import os
 import posixpath
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,6 +79,7 @@ from sources.base import (
     SourceEntry,
     Unreadable,
     UnreadableKind,
+    document_id_problem,
     parse_changed_at,
     parse_version,
 )
@@ -109,6 +129,50 @@ def document_id_for(relative: str) -> str:
     return stem.removesuffix("/index")
 
 
+# A shown (escaped) name longer than this is cut: a name is at most 255 bytes per
+# component, but a path of them is not, and a reason is a log line and a label.
+MAX_SHOWN_NAME = 200
+
+
+def shown_name(relative: str) -> str:
+    """``relative`` as it can be printed: bytes that are not UTF-8 as ``\\xe9``, bounded."""
+    shown = os.fsencode(relative).decode("utf-8", "backslashreplace")
+    return shown if len(shown) <= MAX_SHOWN_NAME else shown[:MAX_SHOWN_NAME] + "..."
+
+
+def is_utf8_name(name: str) -> bool:
+    """False for a name read from the file system that holds bytes that are not UTF-8."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def parse_hidden_allow(value: str | Collection[str]) -> frozenset[str]:
+    """The allow-list of hidden names: ``".well-known, .policies"`` or a collection.
+
+    Each is one path component starting with ``.`` (not ``.`` or ``..``, no ``/``);
+    raises ``ValueError`` naming a bad one.
+    """
+    names = value.split(",") if isinstance(value, str) else list(value)
+    allowed = set()
+    for raw in names:
+        name = raw.strip()
+        if not name:
+            continue
+        if not name.startswith(".") or name in (".", "..") or "/" in name or "\0" in name:
+            raise ValueError(f"hidden name {name!r} to allow must be one name starting with '.' "
+                             "(not '.' or '..', no '/')")
+        allowed.add(name)
+    return frozenset(allowed)
+
+
+def hidden_component(parts: Iterable[str], allowed: Collection[str] = ()) -> str | None:
+    """The first name in ``parts`` that starts with ``.`` and is not ``allowed``, or None."""
+    return next((p for p in parts if p.startswith(".") and p not in allowed), None)
+
+
 class UnreadableFileError(SourceDataError):
     """A document file that cannot be read; ``reason`` says why (kind and detail)."""
 
@@ -152,6 +216,8 @@ class MarkdownFolderSource:
         version_key: str = "version",
         changed_at_key: str = "changed_at",
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        hidden_allow: str | Collection[str] = (),
+        allow_hard_links: bool = False,
     ) -> None:
         if max_file_bytes < 1:
             raise ValueError(f"max_file_bytes {max_file_bytes!r} must be at least 1")
@@ -159,6 +225,14 @@ class MarkdownFolderSource:
         self.version_key = version_key
         self.changed_at_key = changed_at_key
         self.max_file_bytes = max_file_bytes
+        self.hidden_allow = parse_hidden_allow(hidden_allow)
+        self.allow_hard_links = allow_hard_links
+
+    def is_document_name(self, file_name: str) -> bool:
+        """``is_document_name``, with the allowed hidden names (``hidden_allow``) admitted."""
+        if file_name in self.hidden_allow:
+            return _suffix(file_name) is not None
+        return is_document_name(file_name)
 
     @property
     def name(self) -> str:
@@ -167,34 +241,77 @@ class MarkdownFolderSource:
     def files(self) -> Iterator[tuple[str, Path]]:
         """(relative path with ``/``, path) of every document file, sorted per folder.
 
-        Raises ``SourceUnavailableError`` when the root or a folder below it
-        cannot be listed (what it holds is unknown, so nothing may look deleted).
+        A sub-folder that cannot be listed is yielded as (its relative path with a
+        trailing ``/``, its path, the error) by ``_walk``; here it is left out.
+        Raises ``SourceUnavailableError`` when the root cannot be listed.
+        """
+        for relative, path, error in self._walk():
+            if error is None:
+                yield relative, path
+
+    def _walk(self) -> Iterator[tuple[str, Path, OSError | None]]:
+        """Document files (error None) and the sub-folders that cannot be listed (error set).
+
+        Hidden folders (not allowed) are not walked; hidden files are no documents.
+        Raises ``SourceUnavailableError`` when the root cannot be listed: what it
+        holds is unknown, so nothing may look deleted.
         """
         if not self.root.is_dir():
             raise SourceUnavailableError(f"source folder {self.root} is not a readable folder")
+        unlisted: list[OSError] = []
+
         def fail(exc: OSError) -> None:
-            raise SourceUnavailableError(f"cannot list {self.root}: {exc}") from exc
+            if exc.filename is None or Path(os.fsdecode(exc.filename)) == self.root:
+                raise SourceUnavailableError(f"cannot list {self.root}: {exc}") from exc
+            unlisted.append(exc)  # a sub-folder: reported, what it holds kept
+
+        def drain() -> Iterator[tuple[str, Path, OSError | None]]:
+            while unlisted:
+                exc = unlisted.pop(0)
+                path = Path(os.fsdecode(exc.filename))
+                yield path.relative_to(self.root).as_posix() + "/", path, exc
 
         for folder, dirs, files in os.walk(self.root, onerror=fail):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            yield from drain()
+            dirs[:] = sorted(d for d in dirs if hidden_component([d], self.hidden_allow) is None)
             for file_name in sorted(files):
-                if is_document_name(file_name):
+                if self.is_document_name(file_name):
                     path = Path(folder) / file_name
-                    yield path.relative_to(self.root).as_posix(), path
+                    yield path.relative_to(self.root).as_posix(), path, None
+        yield from drain()
 
     def scan(self) -> Iterator[FolderFile]:
-        """Every document file with its stat, unreadable ones included (see ``inspect``)."""
-        for relative, path in self.files():
+        """Every document file with its stat, unreadable ones included (see ``inspect``),
+        and one ``unlistable`` entry per sub-folder that cannot be listed."""
+        for relative, path, error in self._walk():
+            if error is not None:
+                yield self._unlistable(relative, path, error)
+                continue
             found = self.inspect(relative, path)
             if found is not None:
                 yield found
+
+    def _unlistable(self, relative: str, path: Path, exc: OSError) -> FolderFile:
+        shown = shown_name(relative)
+        why = exc.strerror or str(exc)
+        reason = Unreadable(UnreadableKind.UNLISTABLE,
+                            f"{shown_name(str(path))}: cannot list the folder: {why}; the "
+                            "documents under it are kept as they were until it can be listed")
+        try:
+            st: os.stat_result | None = os.lstat(path)
+        except OSError:
+            st = None
+        return self._bad(shown, path, reason, st)
 
     def inspect(self, relative: str, path: Path) -> FolderFile | None:
         """The file's stat and, if the stat shows it, why it cannot be read; None if gone.
 
         Never opens the file and never blocks: ``lstat``, then for a symbolic link
-        ``realpath`` and ``stat`` of its target.
+        ``realpath`` and ``stat`` of its target. A name that is not UTF-8 is
+        reported under its escaped form (``shown_name``: ``relative`` of the result).
         """
+        if not is_utf8_name(relative):
+            return self._bad_name(relative, path)
         try:
             st = os.lstat(path)
         except FileNotFoundError:
@@ -214,16 +331,40 @@ class MarkdownFolderSource:
             if not target.is_relative_to(root):
                 return self._bad(relative, path, Unreadable(
                     UnreadableKind.OUTSIDE_ROOT,
-                    f"{path}: a symbolic link to {target}, outside the library {root}: not read",
+                    f"{path}: a symbolic link to {shown_name(str(target))}, outside the library "
+                    f"{root}: not read",
+                ), st)
+            hidden = hidden_component(target.relative_to(root).parts, self.hidden_allow)
+            if hidden is not None:
+                return self._bad(relative, path, Unreadable(
+                    UnreadableKind.HIDDEN,
+                    f"{path}: a symbolic link to {shown_name(str(target))}: hidden path "
+                    f"component {shown_name(hidden)!r}: not read",
                 ), st)
         reason: Unreadable | None = None
         if not stat.S_ISREG(st.st_mode):
             kind = _file_kind(st.st_mode)
             reason = Unreadable(UnreadableKind.NOT_REGULAR,
                                 f"{path}: not a regular file ({kind}): not opened")
+        elif st.st_nlink > 1 and not self.allow_hard_links:
+            reason = _hard_link(path, st.st_nlink)
         elif st.st_size > self.max_file_bytes:
             reason = self._too_large(path, st.st_size)
         return FolderFile(relative, path, target, st.st_size, st.st_mtime, st.st_mtime_ns, reason)
+
+    def _bad_name(self, relative: str, path: Path) -> FolderFile:
+        """A name with bytes that are not UTF-8: reported escaped, never opened."""
+        shown = shown_name(relative)
+        reason = Unreadable(UnreadableKind.NAME,
+                            f"{shown_name(str(path))}: name not UTF-8 (shown escaped): not read; "
+                            "rename the file")
+        try:
+            st: os.stat_result | None = os.lstat(path)
+        except FileNotFoundError:
+            st = None
+        except OSError:
+            st = None
+        return self._bad(shown, path, reason, st)
 
     def _too_large(self, path: Path, size: int) -> Unreadable:
         return Unreadable(UnreadableKind.TOO_LARGE,
@@ -259,6 +400,8 @@ class MarkdownFolderSource:
                     UnreadableKind.NOT_REGULAR,
                     f"{path}: not a regular file ({_file_kind(st.st_mode)})",
                 ))
+            if st.st_nlink > 1 and not self.allow_hard_links:  # linked since inspect
+                raise UnreadableFileError(_hard_link(path, st.st_nlink))
             data = bytearray()
             while len(data) <= self.max_file_bytes:
                 block = os.read(fd, _READ_CHUNK)
@@ -294,6 +437,9 @@ class MarkdownFolderSource:
     def _entry(self, file: FolderFile, text: str) -> SourceEntry:
         """The entry of a file read as ``text``; ``UnreadableFileError`` for bad metadata."""
         where = str(file.path)
+        bad_id = document_id_problem(document_id_for(file.relative))
+        if bad_id is not None:
+            raise UnreadableFileError(bad_id)
         try:
             meta = self._front_matter(text, where) if file.relative.endswith(".md") else {}
             if content_type_for(file.relative) == "text/html":
@@ -351,6 +497,8 @@ class MarkdownFolderSource:
             normal = posixpath.normpath(relative)
             if normal.startswith(("../", "/")) or normal != relative:
                 return None  # "../" in an id never leaves the root
+            if hidden_component(relative.split("/"), self.hidden_allow) is not None:
+                return None  # ".git/config" is no document id: hidden names are not listed
             found = self.inspect(relative, self.root / relative)
             if found is not None and not (self.root / relative).is_dir():  # a folder is walked
                 return found
@@ -401,6 +549,12 @@ class MarkdownFolderSource:
 
     def close(self) -> None:
         return None
+
+
+def _hard_link(path: Path, links: int) -> Unreadable:
+    return Unreadable(UnreadableKind.HARD_LINK,
+                      f"{path}: hard link ({links} links): not read (its other names may be "
+                      "outside the library; POLICY_INDEXER_FOLDER_ALLOW_HARD_LINKS=true reads it)")
 
 
 def _file_kind(mode: int) -> str:

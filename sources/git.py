@@ -50,7 +50,7 @@ from pathlib import Path
 import structlog
 
 from events.model import Action, ChangeEvent, EventMetadata
-from sources.base import SourceDocument, SourceEntry
+from sources.base import SourceDocument, SourceEntry, document_id_problem
 from sources.errors import DocumentNotFoundError, SourceDataError, SourceUnavailableError
 from sources.folder import content_type_for, document_id_for, is_document_name
 from transport.publisher import EventPublisher, PublishError
@@ -263,8 +263,10 @@ class GitSource:
         with self._lock, _FileLock(self.mirror / _LOCK_FILE):
             head = self.fetch()
         versions, last = self._versions(head)
-        entries = [SourceEntry(d, versions[d], last[d]) for d in self._documents_at(head)
-                   if d in versions]
+        entries = [SourceEntry(d, versions[d], last[d]) if problem is None
+                   else SourceEntry(d, 0, last[d], unreadable=problem)
+                   for d in self._documents_at(head)
+                   if d in versions for problem in [document_id_problem(d)]]
         return iter(entries)
 
     def get_document(self, document_id: str) -> SourceDocument:
@@ -294,7 +296,8 @@ class GitSource:
             since = None
         at_head = self._documents_at(head)
         if since is None:
-            upserts = [self._upsert(head, d, p) for d, p in at_head.items()]
+            upserts = [self._upsert(head, d, p) for d, p in at_head.items()
+                       if self._publishable(d)]
             return PendingChanges(None, head, upserts)
         if since == head:
             return PendingChanges(since, head)
@@ -303,8 +306,16 @@ class GitSource:
         if forced:
             self._keep_versions_growing(since, head, changed)
         events = [self._upsert(head, d, at_head[d]) if d in at_head else self._delete(head, d)
-                  for d in sorted(changed)]
+                  for d in sorted(changed) if self._publishable(d)]
         return PendingChanges(since, head, events, forced)
+
+    def _publishable(self, document_id: str) -> bool:
+        """False (logged) for an id the change event refuses: listed unreadable, never sent."""
+        problem = document_id_problem(document_id)
+        if problem is not None:
+            log.warning("file skipped: not a readable document", document_id=document_id,
+                        reason=problem.kind.value, detail=problem.detail)
+        return problem is None
 
     def _changed_ids(self, old: str, new: str) -> set[str]:
         raw = self._git("diff", "--no-renames", "--name-only", "-z", old, new, "--")

@@ -25,8 +25,8 @@ from events.model import (
     DocumentId,
     EventMetadata,
     Labels,
+    SourceVersion,
     Text,
-    Version,
 )
 
 PAYLOAD_VERSION: Literal[1] = 1
@@ -81,7 +81,8 @@ class Document(BaseModel):
     model_config = _STRICT
 
     id: DocumentId = Field(min_length=1, description="Stable document id at the CMS.")
-    version: Version = Field(description="Grows with every change of this document.")
+    version: SourceVersion = Field(description="Grows with every change of this document; "
+                                   "at most 2^53 - 1 - 2^20.")
     title: Text | None = None
     path: Text | None = Field(None, description="Path or URL of the document at the CMS.")
     content_type: ContentType | None = Field(

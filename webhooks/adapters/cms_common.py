@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from events.model import Action, ChangeEvent, EventMetadata
+from events.model import Action, ChangeEvent, EventMetadata, check_document_id
 from webhooks.adapters.base import InvalidPayload, SourceUnavailable
 from webhooks.adapters.richtext import (
     RichTextError,
@@ -84,6 +84,17 @@ def epoch_ms(value: Any, where: str) -> int:
     if moment.tzinfo is None:
         raise InvalidPayload(f"{where}={value[:40]!r} has no time zone")
     return int(moment.timestamp() * 1000)
+
+
+def checked_id(cms: str, document_id: str, where: str) -> str:
+    """``document_id`` if the change event takes it (``events.model.check_document_id``),
+    else 422 at ``where``, before anything is fetched or published."""
+    try:
+        return check_document_id(document_id)
+    except ValueError as exc:
+        raise InvalidPayload(f"{cms} document id {document_id[:80]!r} {exc}", errors=[
+            {"loc": where.split("."), "msg": f"Value error, {exc}",
+             "type": "value_error"}]) from exc
 
 
 def from_ms(ms: int) -> datetime:

@@ -58,6 +58,7 @@ from webhooks.adapters.base import (
 from webhooks.adapters.cms_common import (
     DeliveryApi,
     FieldMapping,
+    checked_id,
     delete_event,
     document_event,
     epoch_ms,
@@ -163,7 +164,7 @@ class ContentfulAdapter:
         if not isinstance(sys, dict) or not isinstance(sys.get("id"), str) or not sys["id"]:
             raise InvalidPayload("the body has no sys.id", errors=[
                 {"loc": ["sys", "id"], "msg": "missing", "type": "missing"}])
-        entry_id: str = sys["id"]
+        entry_id: str = checked_id("contentful", sys["id"], "sys.id")
         wanted = "DeletedEntry" if parts[2] in _DELETE else "Entry"
         if sys.get("type", wanted) != wanted:  # the topic header is not always signed
             raise InvalidPayload(f"{TOPIC_HEADER}={topic[:80]!r} with a body of sys.type "

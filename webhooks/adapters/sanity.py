@@ -58,6 +58,7 @@ from webhooks.adapters.base import (
 from webhooks.adapters.cms_common import (
     DeliveryApi,
     FieldMapping,
+    checked_id,
     delete_event,
     document_event,
     epoch_ms,
@@ -126,6 +127,7 @@ class SanityAdapter:
         if document_id.startswith(("drafts.", "versions.")):
             return Ignored(f"{document_id[:80]!r} is a draft; only published documents "
                            "are indexed")
+        checked_id("sanity", document_id, "_id")
         received = datetime.fromtimestamp(request.now, UTC)
         if operation == "delete":
             t_ms = _sent_at_ms(request)

@@ -51,6 +51,7 @@ from webhooks.adapters.base import (
 from webhooks.adapters.cms_common import (
     DeliveryApi,
     FieldMapping,
+    checked_id,
     delete_event,
     document_event,
     epoch_ms,
@@ -107,7 +108,7 @@ class StrapiAdapter:
         if not isinstance(key, str | int) or isinstance(key, bool) or key == "":
             raise InvalidPayload("the entry has no documentId (or id)", errors=[
                 {"loc": ["entry", "documentId"], "msg": "missing", "type": "missing"}])
-        document_id = f"{model}/{key}"
+        document_id = checked_id("strapi", f"{model}/{key}", "entry.documentId")
         received = datetime.fromtimestamp(request.now, UTC)
         if event in _DELETE:
             stamps = [_stamp(entry, "updatedAt"), _stamp(entry, "publishedAt"),

@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry
 from starlette.testclient import TestClient
 from support.webhooks import NOW, OLD_SECRET, SECRET, MemoryPublisher, payload, signed_headers
 
-from events.model import MAX_VERSION
+from events.model import MAX_SOURCE_VERSION, MAX_VERSION
 from transport.publisher import PublishUnavailable
 from webhooks.app import create_app
 from webhooks.config import WebhookConfig
@@ -42,6 +42,10 @@ POISON: list[tuple[str, dict[str, Any], list[object]]] = [
     ("version 2^63", payload(version=2**63), ["document", "version"]),
     ("version 10^20", payload(version=99999999999999999999), ["document", "version"]),
     ("version 2^63-1", payload(version=2**63 - 1), ["document", "version"]),
+    # The pipeline's headroom: a source's version at 2^53 - 1 could never be edited again.
+    ("version 2^53-1", payload(version=MAX_VERSION), ["document", "version"]),
+    ("version just above a source's", payload(version=MAX_SOURCE_VERSION + 1),
+     ["document", "version"]),
     ("content with NUL", payload(content="# A\n\nbad\x00byte"), ["document", "content"]),
     ("id of 600 bytes", payload(id="r" * 600), ["document", "id"]),
     ("label with NUL", payload(**meta(access_labels=["public\x00agents"])),
@@ -68,10 +72,10 @@ def test_what_a_worker_would_dead_letter_is_422_at_its_field_and_not_published(
 
 
 def test_the_largest_version_is_accepted(client: TestClient, publisher: MemoryPublisher) -> None:
-    body = json.dumps(payload(version=MAX_VERSION)).encode()
+    body = json.dumps(payload(version=MAX_SOURCE_VERSION)).encode()
     assert client.post("/webhooks/cms", content=body,
                        headers=signed_headers(body)).status_code == 202
-    assert [e.version for e in publisher.events] == [MAX_VERSION]
+    assert [e.version for e in publisher.events] == [MAX_SOURCE_VERSION]
 
 
 # -- fuzz ---------------------------------------------------------------------

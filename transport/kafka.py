@@ -43,13 +43,15 @@ from typing import Any
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaError, KafkaTimeoutError
 
-from transport.kafka_connection import KafkaConnection, as_connection, broker_list
-from transport.kafka_diagnose import (
+from transport.kafka_connection import (
     KafkaConnectError,
+    KafkaConnection,
     KafkaRefused,
     KafkaUnreachable,
-    diagnose,
+    as_connection,
+    broker_list,
 )
+from transport.kafka_diagnose import diagnose
 from transport.kafka_topics import (
     KAFKA_MAX_MESSAGE_BYTES,
     TopicsCreated,

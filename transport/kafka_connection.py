@@ -140,3 +140,19 @@ class KafkaConnection:
 def as_connection(target: KafkaConnection | str) -> KafkaConnection:
     """A connection as given, or a ``"host:port,..."`` string as a PLAINTEXT one."""
     return target if isinstance(target, KafkaConnection) else KafkaConnection(target)
+
+
+class KafkaConnectError(Exception):
+    """A Kafka client could not be made; the message is one line naming broker and cause.
+
+    Defined here, beside the connection and away from the client library, so that
+    a command can catch it without importing kafka-python (the embedded mode never
+    needs it)."""
+
+
+class KafkaUnreachable(KafkaConnectError):
+    """Nothing answered in time (down, network, wrong address): trying again may work."""
+
+
+class KafkaRefused(KafkaConnectError):
+    """The broker answered and refused this configuration (credentials, CA, protocol)."""

@@ -41,6 +41,8 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
+from transport.kafka_connection import KafkaConnectError, KafkaRefused, KafkaUnreachable
+
 if TYPE_CHECKING:
     from transport.kafka_connection import KafkaConnection
 
@@ -51,18 +53,6 @@ PROBED_SERVERS = 3  # a long bootstrap list is not probed to its end
 MAX_PROBE_FRAME = 1024 * 1024  # a SASL answer is a few hundred bytes
 # OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and X509_V_ERR_IP_ADDRESS_MISMATCH.
 NAME_MISMATCH = (62, 64)
-
-
-class KafkaConnectError(Exception):
-    """A Kafka client could not be made; the message is one line naming broker and cause."""
-
-
-class KafkaUnreachable(KafkaConnectError):
-    """Nothing answered in time (down, network, wrong address): trying again may work."""
-
-
-class KafkaRefused(KafkaConnectError):
-    """The broker answered and refused this configuration (credentials, CA, protocol)."""
 
 
 def diagnose(

@@ -35,7 +35,8 @@ from transport.kafka import (
     as_connection,
     send,
 )
-from transport.kafka_diagnose import KafkaRefused, diagnose
+from transport.kafka_connection import KafkaRefused
+from transport.kafka_diagnose import diagnose
 from transport.publisher import PublishUnavailable
 
 log = structlog.get_logger(__name__)

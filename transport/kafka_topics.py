@@ -17,13 +17,14 @@ from typing import Any
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 from kafka.errors import KafkaError, for_code
 
-from transport.kafka_connection import KafkaConnection, as_connection
-from transport.kafka_diagnose import (
+from transport.kafka_connection import (
     KafkaConnectError,
+    KafkaConnection,
     KafkaRefused,
     KafkaUnreachable,
-    diagnose,
+    as_connection,
 )
+from transport.kafka_diagnose import diagnose
 
 # The largest change event a topic must hold: a 10 MiB webhook body plus the event's
 # own fields. Kafka's default (~1 MiB) would refuse every large policy document.

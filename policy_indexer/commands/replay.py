@@ -17,7 +17,7 @@ from policy_indexer.runtime.backends import EmbeddedBackends
 from policy_indexer.runtime.replay import ReplayStopped, replay_embedded, replay_to_kafka
 from policy_indexer.settings import Settings
 from store.errors import StoreError
-from transport.kafka_diagnose import KafkaConnectError
+from transport.kafka_connection import KafkaConnectError
 from transport.local_queue import QueueError
 from transport.publisher import PublishError
 

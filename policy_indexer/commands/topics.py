@@ -19,7 +19,7 @@ from policy_indexer.runtime.topics import (
     expected_topics,
 )
 from policy_indexer.settings import Settings
-from transport.kafka_diagnose import KafkaConnectError
+from transport.kafka_connection import KafkaConnectError
 
 
 @click.group("topics")

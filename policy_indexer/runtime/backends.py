@@ -37,10 +37,7 @@ from reindex.errors import LeaseError
 from reindex.lease import LeaseBackend
 from reindex.runs import RunLog
 from store.base import Store
-from store.elasticsearch import ElasticsearchStore
 from store.errors import StoreError
-from store.es_mappings import IndexLayout
-from store.es_requests import translate
 from store.sqlite import SQLiteStore
 from transport.consumer import EventConsumer
 from transport.local_clients import LocalQueueConsumer, LocalQueuePublisher
@@ -49,6 +46,7 @@ from transport.publisher import EventPublisher
 
 if TYPE_CHECKING:
     from embeddings.cache import EmbeddingCache
+    from store.elasticsearch import ElasticsearchStore
     from store.search_index import SearchIndex, VectorStore
     from store.sqlite_search import SQLiteSearchIndex
 
@@ -159,6 +157,11 @@ def open_store(settings: Settings) -> Store:
 
 def open_elasticsearch(settings: Settings) -> ElasticsearchStore:
     """The store on the configured nodes, with its credentials and CA (issue 14)."""
+    # Imported here: the Elasticsearch client costs ~0.1 s at start and the embedded
+    # mode never uses it (issue 26).
+    from store.elasticsearch import ElasticsearchStore  # noqa: PLC0415
+    from store.es_mappings import IndexLayout  # noqa: PLC0415
+
     key = settings.elasticsearch_api_key
     password = settings.elasticsearch_password
     user = settings.elasticsearch_username
@@ -411,6 +414,7 @@ class KafkaBackends:
 
     def embedding_cache(self) -> EmbeddingCacheBackend:
         from embeddings.cache_elasticsearch import ElasticsearchEmbeddingCache  # noqa: PLC0415
+        from store.es_requests import translate  # noqa: PLC0415
 
         cache = ElasticsearchEmbeddingCache(self.es.client, self.settings.index_prefix)
         # Asked through the store's translation first, so that refused credentials or an

@@ -7,7 +7,14 @@ every interface resolves its caller's key through ``Credentials.resolve``.
 Configuration is a JSON object (a string, a file, or an already parsed mapping)::
 
     {"support-bot": {"key": "<at least 16 bytes>", "labels": ["public", "agents"]},
-     "ops-console": {"key": "<another secret>", "labels": ["public", "agents", "finance"]}}
+     "ops-console": {"key": "<another secret>", "labels": ["public", "agents", "finance"],
+                     "no_access": true, "no_access_per_minute": 10}}
+
+``no_access`` (default ``false``): may this key be told ``no_access`` ("a document
+you cannot see is about this") instead of ``no_document``? Off, a key cannot tell a
+restricted document from none at all. On, the decision reads only titles and
+heading paths (``retrieval.service``), at most ``no_access_per_minute`` times a
+minute (a token bucket of that size; over it the answer is ``no_document``).
 
 A lookup compares the presented key with every configured key, always all of
 them, through ``hmac.compare_digest`` over SHA-256 digests (equal lengths), so
@@ -40,6 +47,8 @@ from pydantic import (
 )
 
 MIN_KEY_BYTES = 16
+DEFAULT_NO_ACCESS_PER_MINUTE = 10.0
+MAX_NO_ACCESS_PER_MINUTE = 600.0
 _KEY_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
 _LABEL = re.compile(r"^[^\s,\x00-\x1f]{1,128}$")
 
@@ -57,6 +66,14 @@ class ApiKeyEntry(BaseModel):
 
     key: SecretStr
     labels: list[str] = Field(default_factory=list)
+    no_access: bool = Field(
+        False, strict=True,
+        description="May this key be told no_access (from titles and heading paths only)?",
+    )
+    no_access_per_minute: float = Field(
+        DEFAULT_NO_ACCESS_PER_MINUTE, gt=0, le=MAX_NO_ACCESS_PER_MINUTE,
+        description="At most this many no_access decisions a minute (token bucket).",
+    )
 
     @field_validator("key")
     @classmethod
@@ -84,10 +101,14 @@ class CredentialsConfig(RootModel[dict[str, ApiKeyEntry]]):
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is asking: the key's id (for logs and metrics, never the secret) and its labels."""
+    """Who is asking: the key's id (for logs and metrics, never the secret) and its labels.
+
+    ``no_access_per_minute`` is ``None`` unless the key may be told ``no_access``.
+    """
 
     key_id: str
     labels: frozenset[str]
+    no_access_per_minute: float | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +116,10 @@ class _Key:
     key_id: str
     digest: bytes
     labels: frozenset[str]
+    no_access_per_minute: float | None
+
+    def caller(self) -> Caller:
+        return Caller(self.key_id, self.labels, self.no_access_per_minute)
 
 
 class Credentials:
@@ -116,7 +141,8 @@ class Credentials:
                     "key; each caller needs its own"
                 )
             by_digest[digest] = key_id
-            entries.append(_Key(key_id, digest, frozenset(entry.labels)))
+            rate = entry.no_access_per_minute if entry.no_access else None
+            entries.append(_Key(key_id, digest, frozenset(entry.labels), rate))
         if not entries:
             raise CredentialsError("credentials: no API key is configured")
         self._keys = tuple(entries)
@@ -169,18 +195,21 @@ class Credentials:
                 found = key
         if found is None:
             raise UnknownKey("the API key matches no configured key")
-        return Caller(found.key_id, found.labels)
+        return found.caller()
 
     def resolve_id(self, key_id: str) -> Caller:
         """The caller of a key id (not a secret: for eval profiles and reports)."""
         for key in self._keys:
             if key.key_id == key_id:
-                return Caller(key.key_id, key.labels)
+                return key.caller()
         raise UnknownKey(f"no API key with id {key_id!r}; configured: {list(self.key_ids)}")
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{k.key_id}: key='**********' labels={sorted(k.labels)}"
-                          for k in self._keys)
+        shown = ", ".join(
+            f"{k.key_id}: key='**********' labels={sorted(k.labels)}"
+            + ("" if k.no_access_per_minute is None
+               else f" no_access={k.no_access_per_minute:g}/min")
+            for k in self._keys)
         return f"Credentials({shown})"
 
 

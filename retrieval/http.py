@@ -1,7 +1,10 @@
 """``POST /search`` over HTTP, with the caller's labels taken from its API key.
 
 ``create_search_app(searcher, credentials, registry)`` builds a Starlette app
-with ``POST /search``, ``GET /healthz`` and ``GET /metrics``; ``search_routes``
+with ``POST /search``, ``GET /healthz``, ``GET /readyz`` and, only when given a
+``metrics_token``, ``GET /metrics`` behind ``Authorization: Bearer <that token>``
+(401 without it; without a token the path is 404: the process's metrics are then
+for its loopback metrics server alone, since they name documents); ``search_routes``
 gives only the search route, to mount beside the webhook receiver
 (``webhooks.app.create_app(..., extra_routes=search_routes(...))``). Serve it
 like the receiver: ``webhooks.serve.serve(app, host, port)``.
@@ -11,7 +14,7 @@ The checks run cheapest first and each refusal says what was wrong:
 1. ``Authorization: Bearer <key>`` present and known           → 401 (which of the two)
 2. ``Content-Type: application/json`` (UTF-8)                   → 415
 3. body size, enforced while reading                            → 413
-4. JSON object                                                  → 400
+4. JSON object (UTF-8, at most 200 levels deep, no lone surrogate) → 400
 5. a valid ``SearchRequest`` (no ``labels`` field: rule 8)      → 422, naming field and value
 6. the search                                                   → 200 ``SearchResponse``, or 500
 
@@ -20,11 +23,15 @@ The search runs in a worker thread (the stores are blocking clients).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
-from collections.abc import Callable
+import math
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import pydantic_core
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from pydantic import ValidationError
@@ -36,7 +43,8 @@ from starlette.routing import Route
 from retrieval.credentials import Caller, Credentials, UnknownKey
 from retrieval.metrics import SearchMetrics
 from retrieval.models import SearchRequest
-from retrieval.searcher import MeteredSearcher, Searcher
+from retrieval.no_access import NoAccessGate
+from retrieval.searcher import MeteredSearcher, Searcher, search_as
 
 log = structlog.get_logger(__name__)
 
@@ -55,13 +63,15 @@ class SearchEndpoint:
     """The ``POST /search`` handler; ``searcher`` is already metered by the factory."""
 
     def __init__(
-        self, searcher: Searcher, credentials: Credentials, max_body_bytes: int
+        self, searcher: Searcher, credentials: Credentials, max_body_bytes: int,
+        gate: NoAccessGate | None = None,
     ) -> None:
         if max_body_bytes < 1:
             raise ValueError(f"max_body_bytes={max_body_bytes} must be positive")
         self._searcher = searcher
         self._credentials = credentials
         self._max_body_bytes = max_body_bytes
+        self._gate = gate
 
     async def handle(self, request: Request) -> Response:
         caller = authenticate(request.headers.get("authorization"), self._credentials)
@@ -79,8 +89,10 @@ class SearchEndpoint:
         except ClientDisconnect:
             return _refuse(400, "client_disconnected", "the client left mid-body")
         try:
-            data = json.loads(body)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            # pydantic-core's parser: a nesting limit (200) instead of a RecursionError,
+            # and a lone surrogate (\ud800) refused, which no store could encode.
+            data = pydantic_core.from_json(body, allow_inf_nan=False)
+        except ValueError as exc:
             return _refuse(400, "invalid_json", f"body is not valid JSON: {exc}")
         if not isinstance(data, dict):
             return _refuse(400, "invalid_json",
@@ -92,7 +104,7 @@ class SearchEndpoint:
             return _refuse(422, "invalid_request", describe(errors), errors=errors)
         try:
             response = await anyio.to_thread.run_sync(
-                self._searcher.search, search_request, caller.labels
+                search_as, self._searcher, search_request, caller, self._gate
             )
         except Exception:
             log.exception("search failed", key_id=caller.key_id)
@@ -125,10 +137,15 @@ def search_routes(
     metrics: SearchMetrics,
     *,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    gate: NoAccessGate | None = None,
 ) -> list[Route]:
-    """The ``POST /search`` route alone, to add to another Starlette app."""
+    """The ``POST /search`` route alone, to add to another Starlette app.
+
+    ``gate``: the process's ``no_access`` budgets (shared with the MCP tool); without
+    one, no caller is told ``no_access``, whatever its key says.
+    """
     endpoint = SearchEndpoint(MeteredSearcher(searcher, metrics, "http"), credentials,
-                              max_body_bytes)
+                              max_body_bytes, gate)
     return [Route(SEARCH_ROUTE, endpoint.handle, methods=["POST"])]
 
 
@@ -140,8 +157,11 @@ def create_search_app(
     metrics: SearchMetrics | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     not_ready: Callable[[], str | None] = lambda: None,
+    gate: NoAccessGate | None = None,
+    metrics_token: str | None = None,
 ) -> Starlette:
-    """``POST /search``, ``GET /healthz``, ``GET /readyz``, ``GET /metrics`` (of ``registry``).
+    """``POST /search``, ``GET /healthz``, ``GET /readyz``; ``GET /metrics`` (of ``registry``)
+    only with ``metrics_token``, and then only for ``Authorization: Bearer <metrics_token>``.
 
     Pass ``metrics`` when the same registry already holds them (the MCP server
     in the same process); else they are created in ``registry``. ``not_ready``
@@ -160,22 +180,47 @@ def create_search_app(
             return JSONResponse({"status": "ok"})
         return JSONResponse({"status": "unavailable", "last_error": reason}, status_code=503)
 
-    async def metrics_endpoint(_: Request) -> Response:
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
-
-    return Starlette(routes=[
-        *search_routes(searcher, credentials, metrics, max_body_bytes=max_body_bytes),
+    routes = [
+        *search_routes(searcher, credentials, metrics, max_body_bytes=max_body_bytes,
+                       gate=gate),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
-        Route("/metrics", metrics_endpoint, methods=["GET"]),
-    ])
+    ]
+    if metrics_token is not None:
+        routes.append(Route("/metrics", metrics_route(registry, metrics_token),
+                            methods=["GET"]))
+    return Starlette(routes=routes)
+
+
+MIN_METRICS_TOKEN_BYTES = 16
+
+
+def metrics_route(
+    registry: CollectorRegistry, token: str
+) -> Callable[[Request], Awaitable[Response]]:
+    """``GET /metrics`` of ``registry`` for a bearer of ``token`` only (401 otherwise)."""
+    if len(token.encode("utf-8")) < MIN_METRICS_TOKEN_BYTES:
+        raise ValueError(f"the metrics token needs at least {MIN_METRICS_TOKEN_BYTES} bytes")
+    wanted = hashlib.sha256(token.encode("utf-8")).digest()
+    challenge = {"WWW-Authenticate": 'Bearer realm="policy-search-metrics"'}
+
+    async def metrics_endpoint(request: Request) -> Response:
+        scheme, _, presented = (request.headers.get("authorization") or "").partition(" ")
+        digest = hashlib.sha256(presented.strip().encode("utf-8", "replace")).digest()
+        if scheme.lower() != "bearer" or not hmac.compare_digest(digest, wanted):
+            return _refuse(401, "unauthorized",
+                           "/metrics needs Authorization: Bearer <the metrics token>",
+                           headers=challenge)
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    return metrics_endpoint
 
 
 def field_errors(exc: ValidationError) -> list[dict[str, Any]]:
     """Each error with its field and the value sent (shortened): the caller's own input."""
     errors = []
     for err in exc.errors(include_url=False, include_context=False):
-        loc = [str(p) if not isinstance(p, int) else p for p in err["loc"]]
+        loc = [_printable(str(p)) if not isinstance(p, int) else p for p in err["loc"]]
         message = err["msg"]
         if err["type"] == "extra_forbidden" and loc and loc[0] in _LABEL_FIELDS:
             message = ("labels are not accepted in the request: they come from the "
@@ -193,14 +238,23 @@ def describe(errors: list[dict[str, Any]]) -> str:
 
 
 def _shorten(value: Any) -> Any:
+    if isinstance(value, str):
+        value = _printable(value)
     if isinstance(value, str) and len(value) > _MAX_SHOWN_INPUT:
         return value[:_MAX_SHOWN_INPUT] + "..."
     if isinstance(value, dict | list):
         text = json.dumps(value, default=str)
         return value if len(text) <= _MAX_SHOWN_INPUT else text[:_MAX_SHOWN_INPUT] + "..."
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # 1e400 parses as inf, which JSON cannot carry back
     if value is None or isinstance(value, bool | int | float):
         return value
-    return str(value)[:_MAX_SHOWN_INPUT]
+    return _printable(str(value))[:_MAX_SHOWN_INPUT]
+
+
+def _printable(text: str) -> str:
+    """``text`` with any lone surrogate as ``\\udXXX``: an answer must encode as UTF-8."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 async def _unread(request: Request, response: Response) -> Response:
@@ -255,4 +309,12 @@ def _refuse(
     if close:
         # The rest of the body is left unread: say so rather than reset mid-answer.
         all_headers["Connection"] = "close"
-    return JSONResponse(body, status_code=status, headers=all_headers)
+    return _AsciiJSONResponse(body, status_code=status, headers=all_headers)
+
+
+class _AsciiJSONResponse(JSONResponse):
+    """A refusal as ASCII JSON: it may echo the caller's input, lone surrogates included
+    (``\\ud800``), which UTF-8 cannot encode (a plain-text 500 otherwise)."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")

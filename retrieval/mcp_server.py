@@ -39,13 +39,14 @@ from retrieval.credentials import Caller, Credentials, UnknownKey
 from retrieval.http import authenticate, describe, field_errors
 from retrieval.metrics import SearchMetrics
 from retrieval.models import TOOL_DESCRIPTION, TOOL_NAME, SearchRequest, SearchResponse
-from retrieval.searcher import MeteredSearcher, Searcher
+from retrieval.no_access import NoAccessGate
+from retrieval.searcher import MeteredSearcher, Searcher, search_as
 
 log = structlog.get_logger(__name__)
 
 SERVER_NAME = "policy-indexer"
 MCP_PATH = "/mcp"
-LabelsOf = Callable[[ServerRequestContext[Any, Any]], frozenset[str]]
+CallerOf = Callable[[ServerRequestContext[Any, Any]], Caller]
 
 
 class NoCaller(Exception):
@@ -70,8 +71,11 @@ def search_policy_tool() -> types.Tool:
     )
 
 
-def build_server(searcher: Searcher, labels_of: LabelsOf) -> Server[Any]:
-    """A low-level MCP server with the one tool; ``labels_of`` binds each call's labels."""
+def build_server(
+    searcher: Searcher, caller_of: CallerOf, gate: NoAccessGate | None = None
+) -> Server[Any]:
+    """A low-level MCP server with the one tool; ``caller_of`` binds each call's caller
+    (its labels; ``gate``: whether its key may be told ``no_access``, within its rate)."""
     tool = search_policy_tool()
 
     async def list_tools(
@@ -85,7 +89,7 @@ def build_server(searcher: Searcher, labels_of: LabelsOf) -> Server[Any]:
         if params.name != TOOL_NAME:
             return _error(f"unknown tool {params.name!r}; this server has {TOOL_NAME!r}")
         try:
-            labels = labels_of(ctx)
+            caller = caller_of(ctx)
         except NoCaller as exc:
             return _error(str(exc))
         try:
@@ -93,7 +97,7 @@ def build_server(searcher: Searcher, labels_of: LabelsOf) -> Server[Any]:
         except ValidationError as exc:
             return _error(f"invalid arguments: {describe(field_errors(exc))}")
         try:
-            response = await anyio.to_thread.run_sync(searcher.search, request, labels)
+            response = await anyio.to_thread.run_sync(search_as, searcher, request, caller, gate)
         except Exception:
             log.exception("search_policy failed")
             return _error("the search failed; it has been logged")
@@ -125,7 +129,8 @@ def labels_for_key(credentials: Credentials, key: str) -> frozenset[str]:
 async def run_stdio_async(
     searcher: Searcher, labels: frozenset[str], *, metrics: SearchMetrics | None = None
 ) -> None:
-    server = build_server(_metered(searcher, metrics), lambda _ctx: labels)
+    caller = Caller("stdio", labels)  # one caller per process; never told no_access
+    server = build_server(_metered(searcher, metrics), lambda _ctx: caller)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
@@ -144,6 +149,7 @@ def streamable_http_app(
     metrics: SearchMetrics | None = None,
     path: str = MCP_PATH,
     host: str = "127.0.0.1",
+    gate: NoAccessGate | None = None,
 ) -> ASGIApp:
     """An ASGI app serving MCP at ``path``; every request needs a known bearer key.
 
@@ -152,16 +158,16 @@ def streamable_http_app(
     ``lifespan="on"`` (the SDK's session manager starts in the lifespan).
     """
 
-    def labels_of(ctx: ServerRequestContext[Any, Any]) -> frozenset[str]:
+    def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
         request = ctx.request
         if not isinstance(request, Request):
             raise NoCaller("no HTTP request to take the caller's API key from")
         caller = authenticate(request.headers.get("authorization"), credentials)
         if not isinstance(caller, Caller):
             raise NoCaller("the request has no known API key")
-        return caller.labels
+        return caller
 
-    server = build_server(_metered(searcher, metrics), labels_of)
+    server = build_server(_metered(searcher, metrics), caller_of, gate)
     app = server.streamable_http_app(streamable_http_path=path, host=host)
     return BearerGate(app, credentials)
 

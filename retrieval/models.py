@@ -58,7 +58,9 @@ class SearchRequest(BaseModel):
         description="Only passages valid on this date (valid_from <= as_of <= valid_to). "
         "Default: today (UTC).",
     )
-    k: int = Field(DEFAULT_K, ge=1, le=MAX_K, description="Ranked passages to return.")
+    # strict: "5", 5.0 and true are refused (lax mode took "5" and true as 5 and 1)
+    k: int = Field(DEFAULT_K, ge=1, le=MAX_K, strict=True,
+                   description="Ranked passages to return.")
     neighbours: bool = Field(
         True, description="Append the neighbours of ranked passages (exceptions, context)."
     )
@@ -69,6 +71,15 @@ class SearchRequest(BaseModel):
         pattern=r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,4})?$",
         description="The question's language (ISO 639-1 such as 'en', 'de'); detected if absent.",
     )
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _k_is_a_number(cls, value: object) -> object:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(
+                f"k must be a JSON integer from 1 to {MAX_K} (not a string, a boolean, a "
+                f"fraction or null); got {value!r:.40}")
+        return value
 
     @field_validator("question")
     @classmethod
@@ -122,7 +133,10 @@ class Passage(BaseModel):
     valid_to: date | None
     effective_date: date | None
     changed_at: datetime | None = Field(description="When the source made this version.")
-    link: str | None = Field(description="Source path or URL, with '#<section>' anchor.")
+    link: str | None = Field(
+        description="Source path or URL, with '#<section>' anchor: only an http(s) URL or "
+        "a relative path; null when the source's was anything else (javascript:, data:, "
+        "//host).")
     language: str | None = None
     score: float
     text: str

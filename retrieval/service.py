@@ -13,9 +13,16 @@
 - Confidence: with an encoder, the best cosine of the dense leg (a calibrated
   similarity, unlike a fused rank score); without one, the share of the
   question's terms that the best ranked passages contain. Below the threshold
-  the answer is ``no_document``; then the legs run once more without the
-  permission filter and, if that would have answered, ``no_access`` (nothing
-  of that second run is returned).
+  the answer is ``no_document``.
+- ``no_access`` is off unless the interface passes ``may_tell`` (the API key's
+  flag and rate limit, ``retrieval.no_access``) to ``search_telling_no_access``.
+  Then, only when the caller's own search found nothing, the answer is
+  ``no_access`` if one chunk the caller may not see (but which the scope, date
+  and current-version filters admit) has at least ``MIN_HEADING_TERMS`` of the
+  question's terms in its **title and heading path** (all of them if it has
+  fewer). Its text is never read for the decision and no cosine is computed,
+  so two questions that differ only in words outside every title and heading
+  (a code in a staff passage's body) get the same answer.
 - The question is encoded on a worker thread while the keyword leg runs on the
   caller's (onnxruntime and sqlite3 both release the GIL, so on two cores the
   legs overlap), and the vectors of the last ``query_cache_size`` questions
@@ -36,7 +43,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
 from analysis.languages import detect, normalise
-from analysis.terms import query_terms
+from analysis.terms import analyse, query_terms
 from chunker.model import Chunk
 from embeddings.encoder import Encoder
 from embeddings.query_cache import DEFAULT_SIZE as QUERY_CACHE_SIZE
@@ -45,7 +52,14 @@ from retrieval.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
 from retrieval.models import Freshness, Passage, SearchRequest, SearchResponse, Status
 from retrieval.provenance import passage
 from store.search import SearchHit
-from store.search_index import BothLegs, SearchFilters, SearchIndex, Vector, check_labels
+from store.search_index import (
+    MAX_SEARCH_LIMIT,
+    BothLegs,
+    SearchFilters,
+    SearchIndex,
+    Vector,
+    check_labels,
+)
 from store.search_terms import chunk_terms
 
 # Measured on the basecamp QA set (bench/bench_retrieval.py, docs/search.md).
@@ -54,6 +68,10 @@ DEFAULT_KEYWORD_THRESHOLD = 0.5  # share of the question's terms in the best pas
 # Below this detector probability the question is also analysed in English.
 SURE_LANGUAGE = 0.95
 CANDIDATES = 50  # hits asked of each leg before fusion
+# no_access: question terms a hidden chunk's title and heading path must hold (or all of
+# its own, when it has fewer), and how many hidden chunks are looked at.
+MIN_HEADING_TERMS = 2
+NO_ACCESS_CANDIDATES = MAX_SEARCH_LIMIT
 # Threads that encode questions while the keyword leg runs: two cores, and onnxruntime's
 # own threads do the arithmetic.
 ENCODER_THREADS = 2
@@ -111,6 +129,21 @@ class SearchService:
         return self.threshold if self.encoder is not None else self.keyword_threshold
 
     def search(self, request: SearchRequest, caller_labels: frozenset[str]) -> SearchResponse:
+        """The answer for a caller who is never told ``no_access`` (the default)."""
+        return self._search(request, caller_labels, None)
+
+    def search_telling_no_access(
+        self, request: SearchRequest, caller_labels: frozenset[str],
+        may_tell: Callable[[], bool],
+    ) -> SearchResponse:
+        """``search``, but ``no_access`` may replace ``no_document``: only if ``may_tell()``
+        (called once, only when nothing visible answers: it spends the key's budget)."""
+        return self._search(request, caller_labels, may_tell)
+
+    def _search(
+        self, request: SearchRequest, caller_labels: frozenset[str],
+        may_tell: Callable[[], bool] | None,
+    ) -> SearchResponse:
         started = time.perf_counter()
         labels = check_labels(caller_labels)
         as_of = request.as_of or self.clock()
@@ -121,7 +154,9 @@ class SearchService:
         status: Status = "ok"
         if not self._answers(ranked):
             status = "no_document"
-            if self._answers(self._rank(terms, vector, filters.without_permissions(), request.k)):
+            if may_tell is not None and terms and may_tell() and self._hidden_heading_match(
+                terms, filters
+            ):
                 status = "no_access"
         passages: list[Passage] = []
         if status == "ok":
@@ -209,6 +244,26 @@ class SearchService:
             and ranked.confidence >= self.active_threshold
         )
 
+    def _hidden_heading_match(self, terms: list[str], filters: SearchFilters) -> bool:
+        """Does a chunk hidden from this caller have the question in its title and headings?
+
+        A chunk holding a question term in its title or heading path matches the keyword
+        leg (which indexes both), so it is among these candidates whatever else the
+        question says, up to ``NO_ACCESS_CANDIDATES`` of them (past that, BM25 order).
+        Only the candidates' titles and heading paths are compared.
+        """
+        wanted = set(terms)
+        hidden = self.index.keyword_search(terms, filters.without_permissions(),
+                                           NO_ACCESS_CANDIDATES)
+        for hit in hidden:
+            if filters.admits(hit.chunk):
+                continue  # the caller sees it, and its own search did not answer
+            own = heading_terms(hit.chunk)
+            shared = own & wanted
+            if shared and len(shared) >= min(MIN_HEADING_TERMS, len(own)):
+                return True
+        return False
+
     def _neighbours(
         self, top: list[Chunk], filters: SearchFilters, *, limit: int
     ) -> list[Passage]:
@@ -234,6 +289,12 @@ class SearchService:
         ][:limit]
 
 
+def heading_terms(chunk: Chunk) -> set[str]:
+    """The analysed terms of a chunk's title and heading path (never its text)."""
+    meta = chunk.metadata
+    return set(analyse("\n".join([meta.title or "", *chunk.heading_path]), meta.language))
+
+
 def _coverage(terms: list[str], chunks: list[Chunk]) -> float:
     """The largest share of the question's distinct terms that one passage contains."""
     wanted = set(terms)
@@ -255,5 +316,8 @@ _MESSAGES: dict[Status, str] = {
         "scope and dates before relying on it."
     ),
     "no_document": "I have no document on this.",
-    "no_access": "There is no document on this that you can see.",
+    "no_access": (
+        "There is no document on this that you can see; a document you may not see has "
+        "these words in its title or headings."
+    ),
 }

@@ -26,6 +26,7 @@ from retrieval.credentials import Credentials
 from retrieval.http import create_search_app
 from retrieval.mcp_server import streamable_http_app
 from retrieval.models import TOOL_NAME, SearchResponse
+from retrieval.no_access import NoAccessGate
 from retrieval.service import SearchService
 from store.model import DocumentState
 from store.sqlite import SQLiteStore
@@ -34,9 +35,11 @@ from webhooks.serve import ServerThread
 
 AGENT_KEY = "agent-key-0123456789abcdef"
 FINANCE_KEY = "finance-key-0123456789abcdef"
+TOLD_KEY = "told-key-0123456789abcdef"
 CREDENTIALS = Credentials.from_mapping({
     "support-bot": {"key": AGENT_KEY, "labels": ["agents"]},
     "finance-desk": {"key": FINANCE_KEY, "labels": ["agents", "finance"]},
+    "triage-bot": {"key": TOLD_KEY, "labels": ["agents"], "no_access": True},
 })
 DAY = date(2026, 12, 1)
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
@@ -78,7 +81,7 @@ def ask(server: ServerThread, key: str, question: str) -> SearchResponse:
 def test_post_search_carries_the_services_answer_under_the_keys_labels(
     service: SearchService,
 ) -> None:
-    app = create_search_app(service, CREDENTIALS, CollectorRegistry())
+    app = create_search_app(service, CREDENTIALS, CollectorRegistry(), gate=NoAccessGate())
     with ServerThread(app) as server:
         refund = ask(server, AGENT_KEY, "Is the delivery fee refunded when the courier is late?")
         assert refund.status == "ok"
@@ -92,8 +95,10 @@ def test_post_search_carries_the_services_answer_under_the_keys_labels(
 
         question = "What chargeback reserve do marketplace sellers keep?"
         denied = ask(server, AGENT_KEY, question)
-        assert denied.status == "no_access"
+        assert denied.status == "no_document"  # no_access is off for this key
         assert denied.passages == []
+        told = ask(server, TOLD_KEY, question)  # the same labels, no_access on
+        assert told.status == "no_access" and told.passages == []
         allowed = ask(server, FINANCE_KEY, question)
         assert allowed.status == "ok"
         assert allowed.passages[0].text == RESERVE
@@ -102,7 +107,7 @@ def test_post_search_carries_the_services_answer_under_the_keys_labels(
 def test_the_mcp_tool_carries_the_services_answer_under_the_keys_labels(
     service: SearchService,
 ) -> None:
-    app = streamable_http_app(service, CREDENTIALS)
+    app = streamable_http_app(service, CREDENTIALS, gate=NoAccessGate())
 
     async def call(url: str, key: str) -> SearchResponse:
         with anyio.fail_after(30):
@@ -114,7 +119,8 @@ def test_the_mcp_tool_carries_the_services_answer_under_the_keys_labels(
                 return SearchResponse.model_validate(result.structured_content)
 
     with ServerThread(app) as server:
-        assert anyio.run(call, server.url + "/mcp", AGENT_KEY).status == "no_access"
+        assert anyio.run(call, server.url + "/mcp", AGENT_KEY).status == "no_document"
+        assert anyio.run(call, server.url + "/mcp", TOLD_KEY).status == "no_access"
         allowed = anyio.run(call, server.url + "/mcp", FINANCE_KEY)
     assert allowed.status == "ok"
     assert allowed.passages[0].document_id == "reserves"

@@ -36,6 +36,7 @@ CREDENTIALS = Credentials.from_mapping({
     "finance-desk": {"key": FINANCE_KEY, "labels": ["public", "finance"]},
 })
 MAX_BODY = 4096
+METRICS_TOKEN = "metrics-token-0123456789abcdef"
 
 
 @pytest.fixture
@@ -51,7 +52,8 @@ def registry() -> CollectorRegistry:
 @pytest.fixture
 def server(searcher: LabelFilteringSearcher, registry: CollectorRegistry
            ) -> Iterator[ServerThread]:
-    app = create_search_app(searcher, CREDENTIALS, registry, max_body_bytes=MAX_BODY)
+    app = create_search_app(searcher, CREDENTIALS, registry, max_body_bytes=MAX_BODY,
+                            metrics_token=METRICS_TOKEN)
     with ServerThread(app) as server:
         yield server
 
@@ -189,7 +191,8 @@ def test_metrics_count_statuses_latency_and_ranked_documents(
     post(server, {"question": "refund the delivery fee"})
     post(server, {"question": "chargeback reserve"})
     post(server, {"question": "weather tomorrow"})
-    scrape = httpx.get(server.url + "/metrics").text
+    scrape = httpx.get(server.url + "/metrics",
+                       headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).text
     assert 'policy_indexer_search_responses_total{interface="http",status="ok"} 2.0' in scrape
     for status in ("no_access", "no_document"):
         assert registry.get_sample_value(

@@ -2,7 +2,7 @@
 
 Filters are exact and inside the search: scope, dates, permission labels
 (property-tested over random label sets), current version only; ``no_access``
-is told apart from ``no_document``; neighbours are appended, never counted;
+(only when asked for) is told apart from ``no_document``; neighbours are appended, never counted;
 every passage carries its provenance; bad input is refused naming the value.
 """
 
@@ -277,13 +277,21 @@ def test_sqlite_store_search_refuses_a_bad_caller_label(tmp_path: Any) -> None:
         store.close()
 
 
-def test_no_access_when_only_the_permission_filter_emptied_the_answer(index: Index) -> None:
+def test_no_access_only_when_told_and_a_hidden_title_or_heading_matches(index: Index) -> None:
     index.add([chunk("handbook", "goodwill", "goodwill credit limits", access_labels=["agents"]),
                chunk("refunds", "window", "refund window sixty days")])
     svc = service(index)
-    denied = svc.search(ask("goodwill credit limits"), frozenset({"public"}))
+    question = ask("goodwill credit limits in the handbook")
+    # off by default: a restricted document looks like none at all
+    assert svc.search(question, frozenset({"public"})).status == "no_document"
+    denied = svc.search_telling_no_access(question, frozenset({"public"}), lambda: True)
     assert denied.status == "no_access" and denied.passages == []
-    nothing = svc.search(ask("quokka ferry timetable"), frozenset({"public"}))
+    # "credit limits" is in its text only: not enough (one heading term, "goodwill")
+    body = svc.search_telling_no_access(ask("goodwill credit limits"), frozenset({"public"}),
+                                        lambda: True)
+    assert body.status == "no_document"
+    nothing = svc.search_telling_no_access(ask("quokka ferry timetable"), frozenset({"public"}),
+                                           lambda: True)
     assert nothing.status == "no_document" and nothing.passages == []
 
 

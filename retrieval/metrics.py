@@ -11,12 +11,21 @@ Nothing is registered at import; pass the registry in. Names, types, meanings:
 - ``policy_indexer_search_document_retrievals_total{document_id}`` counter: ranked
   passages returned per document (neighbours are not counted: they were not
   chosen). A document that never shows up is unnecessary or badly split.
+- ``policy_indexer_search_links_dropped_total{interface}`` counter: passages returned
+  with ``link: null`` because their document's path was not an ``http(s)`` URL or a
+  relative path (``retrieval.provenance.safe_link``: ``javascript:``, ``data:``,
+  ``//host``...). A link is otherwise always set, so null means dropped. Not 0: a
+  source sends documents with a hostile or broken path (find them by ``link`` null).
 
 Cardinality of ``document_id``: the first ``max_documents`` distinct ids (default
 2,000, well above a policy library's size) get their own series; any further id
 is counted under ``document_id="_other"``, so a store full of generated or
 wrong ids cannot grow the scrape without bound. ``seed(ids)`` creates the
 series of known documents at 0, so "never retrieved" is a visible zero.
+
+``document_ids=False`` (``POLICY_INDEXER_SEARCH_METRICS_DOCUMENT_IDS=false``) leaves the
+per-document counter out altogether: a document id, a restricted one too, then never
+appears in a scrape (ids say what the library holds, even when the text is hidden).
 """
 
 from __future__ import annotations
@@ -40,18 +49,25 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2
 class SearchMetrics:
     latency: Histogram
     responses: Counter
-    document_retrievals: Counter
+    document_retrievals: Counter | None
+    links_dropped: Counter
     max_documents: int = DEFAULT_MAX_DOCUMENTS
     _seen: set[str] = field(default_factory=set, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
     def create(
-        cls, registry: CollectorRegistry, *, max_documents: int = DEFAULT_MAX_DOCUMENTS
+        cls, registry: CollectorRegistry, *, max_documents: int = DEFAULT_MAX_DOCUMENTS,
+        document_ids: bool = True,
     ) -> SearchMetrics:
         if max_documents < 1:
             raise ValueError(f"max_documents={max_documents} must be at least 1")
         ns = NAMESPACE
+        retrievals = Counter(
+            "search_document_retrievals",
+            "Ranked passages returned, by document (bounded; the rest under _other).",
+            ["document_id"], namespace=ns, registry=registry,
+        ) if document_ids else None
         return cls(
             latency=Histogram(
                 "search_latency_seconds", "Wall time of one search, by interface.",
@@ -61,22 +77,30 @@ class SearchMetrics:
                 "search_responses", "Search answers by interface and status.",
                 ["interface", "status"], namespace=ns, registry=registry,
             ),
-            document_retrievals=Counter(
-                "search_document_retrievals",
-                "Ranked passages returned, by document (bounded; the rest under _other).",
-                ["document_id"], namespace=ns, registry=registry,
+            document_retrievals=retrievals,
+            links_dropped=Counter(
+                "search_links_dropped",
+                "Passages returned without their link: not http(s) or relative (unsafe).",
+                ["interface"], namespace=ns, registry=registry,
             ),
             max_documents=max_documents,
         )
 
     def seed(self, document_ids: Iterable[str]) -> None:
         """Create the series of these documents at 0 (within the cardinality bound)."""
+        if self.document_retrievals is None:
+            return
         for document_id in document_ids:
             self.document_retrievals.labels(document_id=self._document_label(document_id))
 
     def observe(self, interface: str, response: SearchResponse, seconds: float) -> None:
         self.latency.labels(interface=interface).observe(seconds)
         self.responses.labels(interface=interface, status=response.status).inc()
+        dropped = sum(1 for p in response.passages if p.link is None)
+        if dropped:
+            self.links_dropped.labels(interface=interface).inc(dropped)
+        if self.document_retrievals is None:
+            return
         for passage in response.passages:
             if passage.via == "ranked":
                 label = self._document_label(passage.document_id)

@@ -33,9 +33,42 @@ def clause_of(chunk: Chunk) -> str:
     return chunk.section
 
 
-def link_of(chunk: Chunk) -> str:
-    """Source path (or URL) and the section anchor."""
-    base = chunk.metadata.source_path or chunk.document_id
+# A URL scheme as the URL standard reads one: a letter, then letters, digits, + - .
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+_WEB = re.compile(r"^https?://[^/\\?#\s@]", re.IGNORECASE)
+KEPT_SCHEMES = ("http", "https")
+
+
+def safe_link(base: str) -> str | None:
+    """``base`` if a reader's browser would open it as a web page or a relative path, else
+    None: the link comes from whoever wrote the document (a signed webhook's
+    ``document.path``), and an agent's UI may render it as an anchor.
+
+    - absolute: only ``http://host...`` and ``https://host...`` (any case);
+      ``javascript:``, ``data:``, ``vbscript:``, ``file:``... are dropped;
+    - relative: kept, unless it starts with ``//`` or a backslash variant
+      (``/\\``, ``\\\\``): protocol-relative, another host's page, dropped;
+    - any ASCII control character (tab and newline included: browsers delete them,
+      so ``java\tscript:`` is ``javascript:``), or leading whitespace: dropped.
+    """
+    if not base or base[0].isspace() or any(ord(c) < 32 or ord(c) == 127 for c in base):
+        return None
+    scheme = _SCHEME.match(base)
+    if scheme is not None:
+        if scheme.group(1).lower() in KEPT_SCHEMES and _WEB.match(base):
+            return base
+        return None
+    if base[:2].replace("\\", "/") == "//":
+        return None
+    return base
+
+
+def link_of(chunk: Chunk) -> str | None:
+    """Source path (or URL) and the section anchor; None when the source's link is unsafe
+    (``safe_link``: the passage then has no link, and the search metrics count it)."""
+    base = safe_link(chunk.metadata.source_path or chunk.document_id)
+    if base is None:
+        return None
     return f"{base}#{chunk.section}"
 
 

@@ -19,9 +19,13 @@ folder listing, which the monitor reads as current and the reindex leaves
 alone.
 
 At start-up the index is compared too: what this watcher published but the
-index does not hold (a deleted and rebuilt index file, a lost queue) is sent
-again, at a new version; an event still waiting in the queue may so be sent
-twice, which the version guard makes harmless.
+index does not hold (a deleted and rebuilt index file, a lost queue, or an event
+still waiting in the queue after a kill) is sent again. When the file's content
+is the one published, it goes at the version it was published with (not a new
+one): a copy still queued is then a redelivery the version guard skips, and the
+index ends at the file's version however often the process is killed. A new
+version only when the content changed or the index holds that version or a
+newer one (a tombstone of the reconcile).
 
 Deletes are sent only for ids this watcher published (its state file), never
 for every indexed id missing from the folder: the index may hold documents
@@ -103,6 +107,8 @@ class FolderSync:
     _bad: dict[str, tuple[int, int]] = field(default_factory=dict, init=False)
     _caught_up: bool = field(default=False, init=False)  # a start-up pass completed
     _resent: set[str] = field(default_factory=set, init=False)
+    # At start-up: what was published but is not in the index, to send again as it was.
+    _lacking: dict[str, Published] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.source = MarkdownFolderSource(self.root, max_file_bytes=self.max_file_bytes)
@@ -127,7 +133,8 @@ class FolderSync:
         files = self._scan()
         for document_id, file in files.items():
             published = known.get(document_id) or self._indexed(document_id)
-            if catching_up and self._index_lacks(published):
+            if catching_up and published is not None and self._index_lacks(published):
+                self._lacking[document_id] = published
                 published = None  # published once but not in the index: send again
             reread = catching_up or file.relative in touched
             if not self._upsert_if_changed(document_id, file, published, report, reread=reread):
@@ -143,7 +150,7 @@ class FolderSync:
                       folder=str(self.root), documents=len(gone))
             gone = []
         for document_id in gone:
-            version = self._next_version(document_id, 0)
+            version = self._again_or_next(document_id, known[document_id], None, 0)
             if not self._publish(self._delete_event(document_id, version), report):
                 return report
             self._record(Published(document_id, version, True))
@@ -159,6 +166,7 @@ class FolderSync:
         self._bad = {}
         self._caught_up = False
         self._resent = set()
+        self._lacking = {}
 
     def _index_lacks(self, published: Published | None) -> bool:
         """At start-up: the index does not hold what this watcher last published.
@@ -232,7 +240,8 @@ class FolderSync:
         ):
             self._record(dataclasses.replace(seen, version=published.version))
             return True  # same content (or indexed before, unchanged version): nothing to send
-        version = self._next_version(document_id, document.version)
+        version = self._again_or_next(document_id, self._lacking.pop(document_id, None), digest,
+                                      document.version)
         try:
             event = ChangeEvent(
                 event_id=f"folder-{uuid.uuid4().hex}",
@@ -253,6 +262,24 @@ class FolderSync:
         self._record(dataclasses.replace(seen, version=version))
         report.upserts += 1
         return True
+
+    def _again_or_next(self, document_id: str, lacking: Published | None, digest: str | None,
+                       wanted: int) -> int:
+        """The version to send a change with at start-up.
+
+        ``lacking``: what was published for this id but is not in the index. The same
+        change again (same content, or a delete again) goes at the version it was
+        published with, so a copy still queued is a harmless redelivery instead of a
+        version bump per restart; otherwise ``_next_version``.
+        """
+        if lacking is not None and lacking.version >= wanted and (
+            lacking.deleted if digest is None else
+            (not lacking.deleted and lacking.content_hash == digest)
+        ):
+            indexed = self.index.get_state(document_id) if self.index is not None else None
+            if indexed is None or indexed.version < lacking.version:
+                return lacking.version
+        return self._next_version(document_id, wanted)
 
     def _next_version(self, document_id: str, wanted: int) -> int:
         """``wanted`` unless something at or above it was published or indexed: then one more."""

@@ -17,6 +17,7 @@ from sources.changelog import ChangeLogSource
 from sources.cms import CmsApiSource, parse_header
 from sources.folder import DEFAULT_MAX_FILE_BYTES, MarkdownFolderSource
 from sources.git import GitSource
+from sources.hidden import parse_hidden_allow
 from sources.limits import MAX_PAGE_SIZE, PAGE_SIZE, TIMEOUT_SECONDS
 
 SourceKind = Literal["cms", "folder", "changelog", "git"]
@@ -40,6 +41,12 @@ class SourceConfig(BaseModel):
     max_file_bytes: int = Field(
         DEFAULT_MAX_FILE_BYTES, ge=1, description="folder: larger files are listed unreadable."
     )
+    hidden_allow: str = Field(
+        "", description="folder: hidden names (comma-separated, e.g. '.well-known') read anyway."
+    )
+    allow_hard_links: bool = Field(
+        False, description="folder: read files with more than one hard link."
+    )
 
     @model_validator(mode="after")
     def _has_what_the_kind_needs(self) -> Self:
@@ -51,6 +58,7 @@ class SourceConfig(BaseModel):
             raise ValueError("source kind 'git' needs source_url (the remote to fetch)")
         if self.auth_header is not None:
             parse_header(self.auth_header.get_secret_value())
+        parse_hidden_allow(self.hidden_allow)
         return self
 
 
@@ -68,8 +76,11 @@ def open_source(config: SourceConfig) -> Source:
     if config.path is None:  # for mypy; the validator already refused this
         raise ValueError(f"source kind {config.kind!r} needs source_path")
     if config.kind == "folder":
-        return MarkdownFolderSource(config.path, max_file_bytes=config.max_file_bytes)
+        return MarkdownFolderSource(config.path, max_file_bytes=config.max_file_bytes,
+                                    hidden_allow=config.hidden_allow,
+                                    allow_hard_links=config.allow_hard_links)
     if config.kind == "git":
         return GitSource(str(config.url), config.path, branch=config.git_branch,
-                         path_prefix=config.git_path_prefix, timeout_seconds=config.timeout_seconds)
+                         path_prefix=config.git_path_prefix, timeout_seconds=config.timeout_seconds,
+                         hidden_allow=config.hidden_allow)
     return ChangeLogSource(config.path)

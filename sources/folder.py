@@ -65,7 +65,7 @@ import os
 import posixpath
 import re
 import stat
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -84,6 +84,7 @@ from sources.base import (
     parse_version,
 )
 from sources.errors import DocumentNotFoundError, SourceDataError, SourceUnavailableError
+from sources.hidden import hidden_component, parse_hidden_allow
 from sources.html_meta import html_metadata
 from sources.limits import MAX_FILE_BYTES
 
@@ -106,9 +107,13 @@ CONTENT_TYPES: dict[str, ContentType] = {
 }
 
 
-def is_document_name(file_name: str) -> bool:
-    """True for ``refund.md``; False for ``.refund.md.swp``, ``refund.md~``, ``notes.txt``."""
-    return not file_name.startswith(".") and _suffix(file_name) is not None
+def is_document_name(file_name: str, hidden_allow: Collection[str] = ()) -> bool:
+    """True for ``refund.md``; False for ``.refund.md.swp``, ``refund.md~``, ``notes.txt``.
+
+    A hidden name in ``hidden_allow`` (``.about.md``) is a document name too.
+    """
+    hidden = file_name.startswith(".") and file_name not in hidden_allow
+    return not hidden and _suffix(file_name) is not None
 
 
 def _suffix(name: str) -> str | None:
@@ -147,30 +152,6 @@ def is_utf8_name(name: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def parse_hidden_allow(value: str | Collection[str]) -> frozenset[str]:
-    """The allow-list of hidden names: ``".well-known, .policies"`` or a collection.
-
-    Each is one path component starting with ``.`` (not ``.`` or ``..``, no ``/``);
-    raises ``ValueError`` naming a bad one.
-    """
-    names = value.split(",") if isinstance(value, str) else list(value)
-    allowed = set()
-    for raw in names:
-        name = raw.strip()
-        if not name:
-            continue
-        if not name.startswith(".") or name in (".", "..") or "/" in name or "\0" in name:
-            raise ValueError(f"hidden name {name!r} to allow must be one name starting with '.' "
-                             "(not '.' or '..', no '/')")
-        allowed.add(name)
-    return frozenset(allowed)
-
-
-def hidden_component(parts: Iterable[str], allowed: Collection[str] = ()) -> str | None:
-    """The first name in ``parts`` that starts with ``.`` and is not ``allowed``, or None."""
-    return next((p for p in parts if p.startswith(".") and p not in allowed), None)
 
 
 class UnreadableFileError(SourceDataError):
@@ -228,12 +209,6 @@ class MarkdownFolderSource:
         self.hidden_allow = parse_hidden_allow(hidden_allow)
         self.allow_hard_links = allow_hard_links
 
-    def is_document_name(self, file_name: str) -> bool:
-        """``is_document_name``, with the allowed hidden names (``hidden_allow``) admitted."""
-        if file_name in self.hidden_allow:
-            return _suffix(file_name) is not None
-        return is_document_name(file_name)
-
     @property
     def name(self) -> str:
         return "folder"
@@ -275,7 +250,7 @@ class MarkdownFolderSource:
             yield from drain()
             dirs[:] = sorted(d for d in dirs if hidden_component([d], self.hidden_allow) is None)
             for file_name in sorted(files):
-                if self.is_document_name(file_name):
+                if is_document_name(file_name, self.hidden_allow):
                     path = Path(folder) / file_name
                     yield path.relative_to(self.root).as_posix(), path, None
         yield from drain()

@@ -42,7 +42,7 @@ import subprocess
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,6 +53,7 @@ from events.model import Action, ChangeEvent, EventMetadata
 from sources.base import SourceDocument, SourceEntry, document_id_problem
 from sources.errors import DocumentNotFoundError, SourceDataError, SourceUnavailableError
 from sources.folder import content_type_for, document_id_for, is_document_name
+from sources.hidden import hidden_component, parse_hidden_allow
 from transport.publisher import EventPublisher, PublishError
 
 log = structlog.get_logger(__name__)
@@ -94,6 +95,7 @@ class GitSource:
         path_prefix: str = "",
         timeout_seconds: float = 60.0,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        hidden_allow: str | Collection[str] = (),
     ) -> None:
         if not branch or branch.startswith("-") or ".." in branch:
             raise ValueError(f"git branch {branch!r} is not a branch name")
@@ -108,6 +110,7 @@ class GitSource:
         self._offsets: dict[str, int] = {}
         self._offsets_stamp: tuple[int, int] | None = None
         self._lock = threading.Lock()
+        self.hidden_allow = parse_hidden_allow(hidden_allow)  # as the folder source (issue 22)
 
     @property
     def name(self) -> str:
@@ -170,7 +173,13 @@ class GitSource:
 
     # -- history and versions --------------------------------------------------
     def _document_id(self, path: str) -> str | None:
-        if not path.startswith(self.prefix) or not is_document_name(path.rpartition("/")[2]):
+        """None for a path outside the prefix, not a document name, or through a hidden
+        name (``.github/x.md``, ``docs/.drafts/y.md``), as in the folder source."""
+        if not path.startswith(self.prefix):
+            return None
+        parts = path[len(self.prefix):].split("/")
+        if not is_document_name(parts[-1], self.hidden_allow) or hidden_component(
+                parts[:-1], self.hidden_allow) is not None:
             return None
         return document_id_for(path[len(self.prefix):])
 

@@ -376,6 +376,15 @@ class Settings(BaseSettings):
     search_threshold: float | None = Field(
         None, description="The 'no document' threshold; None: the measured default."
     )
+    search_metrics_token: SecretStr | None = Field(
+        None, description="GET /metrics on the search port needs 'Authorization: Bearer "
+        "<this>' (16+ bytes). Unset: /metrics there is 404, and the process's metrics are "
+        "on its loopback metrics server only (metrics_host:metrics_port).",
+    )
+    search_metrics_document_ids: bool = Field(
+        True, description="policy_indexer_search_document_retrievals_total{document_id}; "
+        "false: no per-document series (no document id, restricted ones included, in a scrape).",
+    )
     embed_batch_size: int = Field(32, ge=1, le=1024, description="Chunks encoded a round.")
     embed_threads: int = Field(
         1, ge=1, le=64,
@@ -491,6 +500,13 @@ class Settings(BaseSettings):
             keep_alive_s=self.http_keep_alive_seconds,
             max_connections=self.http_max_connections,
         )
+
+    @field_validator("search_metrics_token")
+    @classmethod
+    def _metrics_token_long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value().encode("utf-8")) < 16:
+            raise ValueError("search_metrics_token needs at least 16 bytes")
+        return value
 
     @field_validator("reindex_timezone")
     @classmethod

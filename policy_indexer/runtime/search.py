@@ -35,6 +35,7 @@ from retrieval.credentials import Credentials, CredentialsError
 from retrieval.http import create_search_app
 from retrieval.metrics import SearchMetrics
 from retrieval.models import SearchRequest, SearchResponse
+from retrieval.no_access import NoAccessGate
 from retrieval.service import SearchService
 from store.base import Store
 from store.errors import StoreError
@@ -160,7 +161,7 @@ READINESS_PROBE_ID = "policy-indexer-readiness-probe"
 
 class SearchAndMcp:
     """One ASGI app: MCP under ``/mcp`` (it owns the lifespan: its session manager), the rest
-    (``POST /search``, ``/healthz``, ``/metrics``) to the search app."""
+    (``POST /search``, the probes, ``/metrics`` with its token) to the search app."""
 
     def __init__(self, search: ASGIApp, mcp: ASGIApp, mcp_path: str) -> None:
         self.search, self.mcp, self.mcp_path = search, mcp, mcp_path
@@ -174,11 +175,14 @@ class SearchAndMcp:
 
 def search_app(settings: Settings, service: SearchService, registry: CollectorRegistry,
                store: Store | None = None) -> SearchAndMcp:
-    """``POST /search``, the probes, ``/metrics`` and the MCP endpoint at ``/mcp``.
+    """``POST /search``, the probes, the MCP endpoint at ``/mcp`` and, only with
+    ``search_metrics_token`` set, ``/metrics`` for a bearer of that token (else 404 there:
+    the metrics are on the process's loopback metrics server).
 
     ``/readyz`` reads one state from ``store`` (a cheap request through the
     store's own error translation): 503 with the store's one-line reason while
-    the index cannot be read.
+    the index cannot be read. One ``no_access`` gate serves both interfaces, so a key
+    has one budget (``retrieval.no_access``).
     """
     from retrieval.mcp_server import MCP_PATH, streamable_http_app  # noqa: PLC0415
 
@@ -192,9 +196,15 @@ def search_app(settings: Settings, service: SearchService, registry: CollectorRe
         return None
 
     keys = credentials(settings)
-    metrics = SearchMetrics.create(registry)
-    search = create_search_app(service, keys, registry, metrics=metrics, not_ready=not_ready)
-    mcp = streamable_http_app(service, keys, metrics=metrics, host=settings.search_host)
+    metrics = SearchMetrics.create(registry,
+                                   document_ids=settings.search_metrics_document_ids)
+    gate = NoAccessGate()
+    token = settings.search_metrics_token
+    search = create_search_app(
+        service, keys, registry, metrics=metrics, not_ready=not_ready, gate=gate,
+        metrics_token=token.get_secret_value() if token is not None else None)
+    mcp = streamable_http_app(service, keys, metrics=metrics, host=settings.search_host,
+                              gate=gate)
     return SearchAndMcp(search, mcp, MCP_PATH)
 
 
@@ -212,9 +222,12 @@ def searching(settings: Settings, registry: CollectorRegistry | None = None, *,
 
 def search_once(settings: Settings, request: SearchRequest,
                 labels: frozenset[str]) -> SearchResponse:
-    """One search on the mode's index (``policy-indexer search``)."""
+    """One search on the mode's index (``policy-indexer search``).
+
+    Told ``no_access`` without a limit: the person at the machine can read the index
+    files anyway, and chose the labels."""
     with searching(settings) as (_backends, search):
-        return search.service.search(request, labels)
+        return search.service.search_telling_no_access(request, labels, lambda: True)
 
 
 def serve_search(settings: Settings) -> None:
@@ -223,6 +236,10 @@ def serve_search(settings: Settings) -> None:
     with searching(settings, registry) as (backends, search):
         app = search_app(settings, search.service, registry, backends.store)
         with Supervisor() as parts:
+            # /metrics on the search port needs its token; this one is on metrics_host
+            metrics_server = MetricsServer(settings.metrics_host, settings.metrics_port,
+                                           registry)
+            parts.start(metrics_server)
             server = UvicornThread("search server", app, settings.search_host,
                                    settings.search_port, "POLICY_INDEXER_SEARCH_PORT",
                                    limits=settings.http_limits())
@@ -230,7 +247,8 @@ def serve_search(settings: Settings) -> None:
             refresher = search.freshness_part(settings)
             if refresher is not None:
                 parts.start(refresher)
-            log.info("search server started", url=server.url, mode=backends.mode,
+            log.info("search server started", url=server.url,
+                     metrics_url=f"{metrics_server.url}/metrics", mode=backends.mode,
                      encoder=settings.search_encoder)
             parts.run_until_stopped()
 

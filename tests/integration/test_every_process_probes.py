@@ -35,7 +35,8 @@ PROCESSES: dict[str, tuple[list[str], str, dict[str, str]]] = {
                 {"webhook_secrets": json.dumps(["probe-webhook-secret-0123456789"])}),
     "monitor": (["monitor"], "monitor_metrics_port", {}),
     "scheduler": (["scheduler"], "scheduler_metrics_port", {}),
-    "search": (["serve"], "search_port", {"search_api_keys": API_KEYS}),
+    # /metrics on the search port needs a token: its probes and metrics are on metrics_port
+    "search": (["serve"], "metrics_port", {"search_api_keys": API_KEYS, "search_port": "0"}),
     "embed": (["embed"], "metrics_port", {}),
     "embedded run": (["run"], "metrics_port", {"pipeline": "embedded"}),
 }

@@ -133,8 +133,11 @@ def test_the_readable_view_shows_sources_and_dates(embedded_env: dict[str, str])
 
 def serve_and_ask(env: dict[str, str]) -> None:
     """``policy-indexer serve``: POST /search and /mcp, labels from the API key only."""
-    port = free_port()
-    env = {**env, "POLICY_INDEXER_SEARCH_PORT": str(port)}
+    port, metrics_port = free_port(), free_port()
+    token = "search-metrics-token-0123456789"
+    env = {**env, "POLICY_INDEXER_SEARCH_PORT": str(port),
+           "POLICY_INDEXER_METRICS_PORT": str(metrics_port),
+           "POLICY_INDEXER_SEARCH_METRICS_TOKEN": token}
     proc = subprocess.Popen([CLI, "serve"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
@@ -160,9 +163,16 @@ def serve_and_ask(env: dict[str, str]) -> None:
             answer = mcp_over_http(f"{url}/mcp", key)
             found = any(p["document_id"] == "refunds/agent-handbook" for p in answer["passages"])
             assert found is sees, answer
-        metrics = httpx.get(f"{url}/metrics", timeout=5).text
-        assert 'policy_indexer_search_latency_seconds_count{interface="http"}' in metrics
-        assert 'policy_indexer_search_latency_seconds_count{interface="mcp"}' in metrics
+        # the search port's /metrics: only for the token's bearer; the loopback metrics
+        # server serves the same registry
+        assert httpx.get(f"{url}/metrics", timeout=5).status_code == 401
+        for metrics in (
+            httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {token}"},
+                      timeout=5).text,
+            httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text,
+        ):
+            assert 'policy_indexer_search_latency_seconds_count{interface="http"}' in metrics
+            assert 'policy_indexer_search_latency_seconds_count{interface="mcp"}' in metrics
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=30)

@@ -24,6 +24,7 @@ from consumers.retry import RetryPolicy
 if TYPE_CHECKING:
     from webhooks.limits import HttpLimits
 from deleter.sweep import DEFAULT_GRACE
+from sources.hidden import parse_hidden_allow
 from sources.limits import MAX_FILE_BYTES, MAX_PAGE_SIZE, PAGE_SIZE, TIMEOUT_SECONDS
 from store.limits import BULK_MAX_ACTIONS, BULK_MAX_BYTES
 from webhooks.config import MAX_BODY_BYTES, RETRY_AFTER_SECONDS, TIMESTAMP_TOLERANCE_SECONDS
@@ -299,6 +300,16 @@ class Settings(BaseSettings):
         description="A folder file above this size is listed as unreadable (too_large) and "
         "never read: a policy document is some kB, a bigger file is a mistake (an export).",
     )
+    # Hidden names and hard links (issue 22): see docs/folder-watch.md.
+    folder_hidden_allow: str = Field(
+        "", description="Hidden names (starting with '.') that are part of the library anyway, "
+        "comma-separated (e.g. '.well-known'). Any other hidden folder or file, listed or "
+        "reached through a symbolic link (.git/config, .env), is never read.",
+    )
+    folder_allow_hard_links: bool = Field(
+        False, description="Read folder files that have more than one hard link. Off: such a "
+        "file is listed unreadable (hard_link), since its other name may be outside the library.",
+    )
     watch_restart_initial_seconds: float = Field(
         1.0, gt=0, description="A folder watcher that failed starts again after this long, "
         "doubling at each failure in a row up to watch_restart_max_seconds.",
@@ -311,6 +322,12 @@ class Settings(BaseSettings):
         description="The embedded run's monitor measures only once the first indexing is "
         "done (else it would report every document missing), or after this long at most.",
     )
+
+    @field_validator("folder_hidden_allow")
+    @classmethod
+    def _hidden_names(cls, value: str) -> str:
+        parse_hidden_allow(value)  # each one name starting with '.'
+        return value
 
     @field_validator("watch_restart_max_seconds")
     @classmethod

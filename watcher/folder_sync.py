@@ -43,6 +43,11 @@ or other non-regular file, too large, an id the change event refuses; see
 indexed version stays, and it still counts as present (an unreadable file is
 never taken for a deleted one). Non-regular files are never opened.
 
+A sub-folder that cannot be listed (no read or search permission) is reported
+(``SyncReport.unlisted``, logged once) and what this watcher published under it
+is kept: no delete is sent for it until the folder can be listed again; the
+rest of the folder is compared as usual. Only an unlistable root fails the pass.
+
 A publish that fails stops the pass; the next pass (the watcher retries)
 sends it again: the queue is at-least-once and the version guard makes a
 repeat harmless.
@@ -63,14 +68,18 @@ import pydantic
 import structlog
 
 from events.model import Action, ChangeEvent
-from sources.errors import DocumentNotFoundError, SourceDataError
+from sources.base import UnreadableKind
+from sources.errors import DocumentNotFoundError, SourceDataError, SourceError
 from sources.folder import (
     DEFAULT_MAX_FILE_BYTES,
     FolderFile,
     MarkdownFolderSource,
     UnreadableFileError,
     document_id_for,
+    shown_name,
 )
+from sources.unlisted import covering
+from store.errors import StoreError
 from store.model import DocumentState
 from transport.publisher import EventPublisher, PublishError
 from watcher.watch_state import Published, WatchState
@@ -92,6 +101,7 @@ class SyncReport:
     deletes: int = 0
     skipped_files: int = 0
     publish_failed: bool = False
+    unlisted: list[str] = field(default_factory=list)  # sub-folders that cannot be listed
 
 
 @dataclass
@@ -102,6 +112,8 @@ class FolderSync:
     index: IndexStates | None = None
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    hidden_allow: Collection[str] = ()
+    allow_hard_links: bool = False
     _known: dict[str, Published] | None = field(default=None, init=False)
     _indexed_at_start: dict[str, DocumentState] = field(default_factory=dict, init=False)
     _bad: dict[str, tuple[int, int]] = field(default_factory=dict, init=False)
@@ -111,7 +123,9 @@ class FolderSync:
     _lacking: dict[str, Published] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
-        self.source = MarkdownFolderSource(self.root, max_file_bytes=self.max_file_bytes)
+        self.source = MarkdownFolderSource(self.root, max_file_bytes=self.max_file_bytes,
+                                           hidden_allow=self.hidden_allow,
+                                           allow_hard_links=self.allow_hard_links)
 
     def sync(self, touched: Collection[str] = ()) -> SyncReport:
         """Publish every difference between the folder and what was published.
@@ -131,18 +145,32 @@ class FolderSync:
             self._known = known
         known, report, catching_up = self._known, SyncReport(), not self._caught_up
         files = self._scan()
+        report.unlisted = sorted(
+            f.relative for f in files.values()
+            if f.unreadable is not None and f.unreadable.kind is UnreadableKind.UNLISTABLE
+        )
         for document_id, file in files.items():
             published = known.get(document_id) or self._indexed(document_id)
             if catching_up and published is not None and self._index_lacks(published):
                 self._lacking[document_id] = published
                 published = None  # published once but not in the index: send again
             reread = catching_up or file.relative in touched
-            if not self._upsert_if_changed(document_id, file, published, report, reread=reread):
+            try:
+                done = self._upsert_if_changed(document_id, file, published, report,
+                                               reread=reread)
+            except (SourceError, StoreError):
+                raise  # the folder, the state file or the index: the pass fails, retried
+            except Exception as exc:  # a bug on one file must not stop every other one
+                log.exception("unexpected error on one file; it is skipped",
+                              path=shown_name(str(file.path)))
+                done = self._skip(file, f"unexpected error: {type(exc).__name__}", report)
+            if not done:
                 return report
         gone = [
             document_id for document_id, published in sorted(known.items())
             if document_id not in files
             and (not published.deleted or (catching_up and self._index_lacks(published)))
+            and covering(document_id, report.unlisted) is None  # unknown: kept as it was
         ]
         if not files and len(gone) > 1:
             log.error("the folder lists no document: refusing to delete them all (an unmounted "
@@ -313,7 +341,8 @@ class FolderSync:
         return True
 
     def _skip(self, file: FolderFile, reason: str, report: SyncReport) -> bool:
-        log.warning("file skipped: not a readable document", path=str(file.path), reason=reason)
+        log.warning("file skipped: not a readable document", path=shown_name(str(file.path)),
+                    reason=reason)
         self._bad[file.relative] = (file.size, file.mtime_ns)
         report.skipped_files += 1
         return True

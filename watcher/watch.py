@@ -29,23 +29,27 @@ doubles from ``restart_initial_s`` up to ``restart_max_s``; the restarted
 watcher's first pass is a start-up pass (every file read, the index compared),
 so nothing changed meanwhile is missed. Passes that fail because the folder
 or the index cannot be read now are retried at each rescan; three in a row
-make ``health()`` say ``failing``.
+make ``health()`` say ``failing``. A sub-folder that cannot be listed does not
+fail a pass: the rest is compared, its documents are kept, and ``health()``
+says ``degraded`` with the folders named (liveness and readiness stay up).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import structlog
 import watchfiles
-from watchfiles._rust_notify import RustNotify
+from watchfiles._rust_notify import RustNotify, WatchfilesRustInternalError
 
 from sources.errors import SourceError, SourceUnavailableError
 from sources.folder import DEFAULT_MAX_FILE_BYTES, is_document_name
+from sources.hidden import hidden_component, parse_hidden_allow
 from store.errors import StoreError
 from transport.publisher import EventPublisher
 from watcher.folder_sync import FolderSync, IndexStates, SyncReport
@@ -55,6 +59,9 @@ log = structlog.get_logger(__name__)
 
 STATE_FILE = "folder-watch.sqlite3"
 FAILING_AFTER_PASSES = 3  # failed passes in a row before health() says "failing"
+# watchfiles' error for a changed path that is not UTF-8 (its notifier is unusable after it)
+_UNDECODABLE = "Unable to decode path"
+MAX_UNLISTED_SHOWN = 20  # sub-folders named in health(); the count says how many in all
 
 
 @dataclass(frozen=True)
@@ -66,16 +73,18 @@ class RelevantChanges:
     """
 
     root: Path
+    hidden_allow: frozenset[str] = frozenset()  # hidden names that are part of the library
 
     def __call__(self, _change: watchfiles.Change, path: str) -> bool:
         try:
             parts = Path(path).relative_to(self.root).parts
         except ValueError:
             return True  # outside the root (the root itself moved): compare again
-        if not parts or any(part.startswith(".") for part in parts):
+        if not parts or hidden_component(parts, self.hidden_allow) is not None:
             return bool(not parts)
         name = parts[-1]
-        return is_document_name(name) or ("." not in name and not name.endswith(("~", "#")))
+        return is_document_name(name, self.hidden_allow) or (
+            "." not in name and not name.endswith(("~", "#")))
 
 
 @dataclass
@@ -89,6 +98,8 @@ class FolderWatcher:
     good_passes: int = field(default=0, init=False)
     failed_passes: int = field(default=0, init=False)  # in a row; 0 after a good pass
     last_error: str | None = field(default=None, init=False)
+    unlisted: list[str] = field(default_factory=list, init=False)  # at the last good pass
+    reopened: int = field(default=0, init=False)  # notifiers made again (names not UTF-8)
     _touched: set[str] = field(default_factory=set, init=False)
 
     def run(self) -> None:
@@ -97,28 +108,56 @@ class FolderWatcher:
         if not root.is_dir():
             raise SourceUnavailableError(f"folder to watch {str(root)!r} is not a folder")
         resolved = root.resolve()
-        relevant = RelevantChanges(resolved)
+        relevant = RelevantChanges(resolved, self.sync.source.hidden_allow)
         timeout_ms = max(1, int(self.rescan_seconds * 1000))
-        # watchfiles.watch() would only start watching at its first wait; its Rust
-        # notifier (the same class watch() uses) collects changes from the moment it
-        # exists, so the start-up pass below misses nothing made while it runs.
-        with RustNotify([str(resolved)], False, False, 300, True, False) as notify:
-            log.info("watching folder", folder=str(root))
-            self._pass()
-            while not self.stop_event.is_set():
-                raw = notify.watch(self.debounce_ms, self.step_ms, timeout_ms, self.stop_event)
-                if raw == "stop":
+        log.info("watching folder", folder=str(root))
+        while not self.stop_event.is_set():
+            # watchfiles.watch() would only start watching at its first wait; its Rust
+            # notifier (the same class watch() uses) collects changes from the moment it
+            # exists, so the pass below misses nothing made while it runs. A sub-folder it
+            # may not read is left unwatched (ignore_permission_denied) instead of failing
+            # the whole notifier: the pass reports it, and once it can be listed again the
+            # notifier is made again to watch it.
+            with RustNotify([str(resolved)], False, False, 300, True, True) as notify:
+                self._pass()  # the start-up pass, or the whole folder after a reopen
+                if not self._follow(notify, resolved, relevant, timeout_ms):
                     break
-                if isinstance(raw, str):  # "timeout" (or "signal"): compare anyway
-                    self._pass()
-                    continue
+        log.info("folder watcher stopped", folder=str(root))
+
+    def _follow(self, notify: RustNotify, resolved: Path, relevant: RelevantChanges,
+                timeout_ms: int) -> bool:
+        """Pass after each burst until ``stop()`` (False), or True: the notifier must be
+        made again (a change to a name that is not UTF-8: watchfiles cannot hand it over,
+        and keeps raising on every later wait; or a sub-folder it could not watch can be
+        listed again)."""
+        unwatched = set(self.unlisted)
+        while not self.stop_event.is_set():
+            try:
+                raw = notify.watch(self.debounce_ms, self.step_ms, timeout_ms, self.stop_event)
+            except WatchfilesRustInternalError as exc:
+                if _UNDECODABLE not in str(exc):
+                    raise
+                self.reopened += 1
+                log.warning("a file whose name is not UTF-8 changed: the notifier is made again "
+                            "and the whole folder compared", error=str(exc)[:300],
+                            reopened=self.reopened)
+                return True
+            if raw == "stop":
+                return False
+            if isinstance(raw, str):  # "timeout" (or "signal"): compare anyway
+                self._pass()
+            else:
                 touched = {
                     _relative(resolved, path) for change, path in raw
                     if relevant(watchfiles.Change(change), path)
                 }
                 if touched:
                     self._pass(touched)
-        log.info("folder watcher stopped", folder=str(root))
+            if unwatched - set(self.unlisted):
+                log.info("sub-folders can be listed again: the notifier is made again to watch "
+                         "them", folders=sorted(unwatched - set(self.unlisted)))
+                return True
+        return False
 
     def _pass(self, touched: set[str] | None = None) -> SyncReport | None:
         """One comparison; a failed one keeps its touched paths for the next."""
@@ -134,6 +173,14 @@ class FolderWatcher:
         finally:
             self.passes += 1
         self.failed_passes, self.last_error = 0, None
+        if report.unlisted != self.unlisted:
+            if report.unlisted:
+                log.error("sub-folders cannot be listed: their documents are kept as they were, "
+                          "the rest is indexed", folder=str(self.sync.root),
+                          unlisted=report.unlisted)
+            else:
+                log.info("every sub-folder can be listed again", folder=str(self.sync.root))
+        self.unlisted = report.unlisted
         self.good_passes += 1
         changes = len(self._touched)
         if not report.publish_failed:
@@ -210,7 +257,9 @@ class WatcherThread:
             self.watcher.sync.restart()
 
     def health(self) -> dict[str, Any]:
-        """``ok``; ``failed`` while restarting after a failure; ``failing`` after failed passes.
+        """``ok``; ``failed`` while restarting after a failure; ``failing`` after failed passes;
+        ``degraded`` (with ``unlisted``, the sub-folders) while passes complete but some
+        sub-folders cannot be listed: the rest is indexed, their documents kept.
 
         ``failed`` lasts until the restarted watcher completes a pass.
         """
@@ -225,6 +274,10 @@ class WatcherThread:
         if watcher.failed_passes >= FAILING_AFTER_PASSES:
             return {"status": "failing", "error": watcher.last_error,
                     "failed_passes": watcher.failed_passes, "restarts": self.restarts}
+        if watcher.unlisted:
+            shown = watcher.unlisted[:MAX_UNLISTED_SHOWN]
+            return {"status": "degraded", "unlisted": shown, "unlisted_count":
+                    len(watcher.unlisted), "restarts": self.restarts}
         return {"status": "ok", "restarts": self.restarts}
 
     @property
@@ -258,6 +311,8 @@ def start_watcher_thread(
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     restart_initial_s: float = 1.0,
     restart_max_s: float = 60.0,
+    hidden_allow: str | Collection[str] = (),
+    allow_hard_links: bool = False,
 ) -> WatcherThread:
     """Watch ``folder`` in a thread, publishing to ``publisher``; returns the running thread.
 
@@ -265,14 +320,17 @@ def start_watcher_thread(
     the usual place). ``index``: the store the events end up in (its states
     are a version floor and the start-up comparison). ``max_file_bytes``: larger
     files are reported as unreadable. ``restart_*``: the backoff of a watcher
-    that failed (see the module docstring). Raises
+    that failed (see the module docstring). ``hidden_allow``, ``allow_hard_links``:
+    see ``sources.folder.MarkdownFolderSource``. Raises
     ``SourceUnavailableError`` when the folder or the state file cannot be opened.
     """
     root = Path(folder)
     if not root.is_dir():
         raise SourceUnavailableError(f"folder to watch {str(root)!r} is not a folder")
     state = WatchState(state_path)
-    sync = FolderSync(root, publisher, state, index=index, max_file_bytes=max_file_bytes)
+    sync = FolderSync(root, publisher, state, index=index, max_file_bytes=max_file_bytes,
+                      hidden_allow=parse_hidden_allow(hidden_allow),
+                      allow_hard_links=allow_hard_links)
     watcher = FolderWatcher(sync, debounce_ms=debounce_ms, rescan_seconds=rescan_seconds)
     return WatcherThread(watcher, state, restart_initial_s=restart_initial_s,
                          restart_max_s=restart_max_s).start()

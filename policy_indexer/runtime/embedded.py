@@ -190,18 +190,25 @@ def start_folder_watcher(settings: Settings, backends: EmbeddedBackends) -> Watc
         max_file_bytes=settings.folder_max_file_bytes,
         restart_initial_s=settings.watch_restart_initial_seconds,
         restart_max_s=settings.watch_restart_max_seconds,
+        hidden_allow=settings.folder_hidden_allow,
+        allow_hard_links=settings.folder_allow_hard_links,
     )
 
 
+WATCHER_DOWN = frozenset({"failed", "failing"})  # the watcher's states the process reports
+
+
 def with_watcher(health: Health, watched: list[WatcherThread]) -> Health:
-    """``health`` plus the folder watcher's: ``failed``/``failing`` (503) while it cannot go on."""
+    """``health`` plus the folder watcher's: ``failed`` (liveness 503) while it restarts,
+    ``failing`` (readiness 503) while its passes fail; ``degraded`` (some sub-folders
+    cannot be listed, the rest is indexed) stays inside ``folder_watcher``: both 200."""
 
     def report() -> dict[str, Any]:
         body = health()
         for watcher in watched:
             state = watcher.health()
             body["folder_watcher"] = state
-            if state["status"] != "ok" and body.get("status") == "ok":
+            if state["status"] in WATCHER_DOWN and body.get("status") == "ok":
                 body["status"] = state["status"]
         return body
 

@@ -28,6 +28,8 @@ def source_config(settings: Settings) -> SourceConfig:
         path=Path(settings.source_path) if settings.source_path else None,
         page_size=settings.source_page_size,
         max_file_bytes=settings.folder_max_file_bytes,
+        hidden_allow=settings.folder_hidden_allow,
+        allow_hard_links=settings.folder_allow_hard_links,
         timeout_seconds=(settings.git_timeout_seconds if settings.source_kind == "git"
                          else settings.source_timeout_seconds),
         git_branch=settings.git_branch,

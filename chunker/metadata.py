@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import re
-import reprlib
 from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
@@ -29,7 +28,7 @@ import yaml
 from pydantic import ValidationError
 
 from analysis.languages import LanguageError, detect, from_path, normalise
-from chunker.errors import InvalidFrontMatter, InvalidMetadata
+from chunker.errors import InvalidFrontMatter, InvalidMetadata, quote
 from chunker.model import DocumentMetadata
 
 FIELDS = frozenset(DocumentMetadata.model_fields)
@@ -47,18 +46,117 @@ MIN_DETECT_PROBABILITY = 0.8
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TOO_DEEP = "front matter nests collections too deeply to read"
 _LISTS = frozenset({"scope", "access_labels", "keywords"})
+# A front matter may hold this many YAML nodes, every alias counted again where it is
+# used: far above anything the limits accept (64 labels, 8 KiB of attributes), far
+# below what a billion-laughs alias bomb of a few hundred bytes expands to.
+MAX_YAML_NODES = 10_000
+# Keys that mean a known field under another name; a key whose normalised form
+# (case, '-', '_', ' ' dropped) equals a field's or one of these is a slip, refused.
+_ALIASES: dict[str, str] = {
+    "accesslabel": "access_labels", "labels": "access_labels", "label": "access_labels",
+    "permissions": "access_labels", "permission": "access_labels",
+    "acl": "access_labels", "accesslabelss": "access_labels",
+    "validuntil": "valid_to", "validto": "valid_to", "expires": "valid_to",
+    "expiry": "valid_to", "validtill": "valid_to",
+    "validfrom": "valid_from", "validsince": "valid_from",
+    "effective": "effective_date", "effectivedate": "effective_date",
+    "effectivefrom": "effective_date", "effectiveon": "effective_date",
+    "scopes": "scope", "keyword": "keywords",
+}
 
 
-def parse_front_matter(source: str) -> dict[str, object]:
-    """The metadata fields that the YAML front matter ``source`` sets."""
+def _squash(key: str) -> str:
+    return re.sub(r"[\s_\-.]+", "", key).lower()
+
+
+_SQUASHED_FIELDS = {_squash(f): f for f in FIELDS if f != "attributes"}
+
+
+def near_field(key: str) -> str | None:
+    """The metadata field an unknown key ``key`` looks like a slip for, or None."""
+    squashed = _squash(key)
+    return _SQUASHED_FIELDS.get(squashed) or _ALIASES.get(squashed)
+
+
+def load_yaml(source: str) -> object:
+    """YAML text to Python values, refusing more than ``MAX_YAML_NODES`` nodes.
+
+    The nodes are counted, aliases expanded, before any value is built, so an
+    alias bomb is refused in microseconds and never expanded. Raises
+    ``InvalidFrontMatter`` (a ``ValueError``) with a short message.
+    """
+    loader = _LOADER(source)
     try:
-        data = yaml.load(source, Loader=_LOADER)  # noqa: S506 - a safe loader
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _count_nodes(node)
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         if "maximum nesting depth" in str(exc):  # libyaml stops at 1,000 levels
             raise InvalidFrontMatter(_TOO_DEEP) from exc
-        raise InvalidFrontMatter(f"front matter is not valid YAML: {exc}") from exc
+        raise InvalidFrontMatter(f"front matter is not valid YAML: {quote(str(exc))}") from exc
     except RecursionError as exc:  # PyYAML builds nested collections recursively
         raise InvalidFrontMatter(_TOO_DEEP) from exc
+    finally:
+        loader.dispose()
+
+
+def _count_nodes(root: yaml.Node) -> None:
+    left = MAX_YAML_NODES
+    key = None
+    stack: list[tuple[yaml.Node, object]] = [(root, None)]
+    while stack:
+        node, top = stack.pop()
+        left -= 1
+        if left < 0:
+            where = f" (at key {quote(str(top), 60)})" if top is not None else ""
+            raise InvalidFrontMatter(
+                f"front matter is larger than {MAX_YAML_NODES} YAML values with its "
+                f"aliases expanded{where}: refused unread (an alias bomb?)")
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                key = k.value if node is root and isinstance(k, yaml.ScalarNode) else top
+                stack.append((k, key))
+                stack.append((v, key))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((child, top) for child in node.value)
+
+
+def _labels(key: str, value: object) -> list[str]:
+    """``access_labels`` as written, refused when it could read as "no labels"."""
+    if isinstance(value, str):
+        items = [item.strip() for item in value.split(",") if item.strip()]
+        if not items:
+            raise InvalidFrontMatter(
+                f"front matter key {key!r} is an empty string: write the labels "
+                "(access_labels: [public] for everyone), never nothing")
+        return items
+    if isinstance(value, list):
+        if not value:
+            raise InvalidFrontMatter(
+                f"front matter key {key!r} is an empty list: write the labels "
+                "(access_labels: [public] for everyone), never nothing")
+        bad = [v for v in value if not isinstance(v, str) or not v.strip()]
+        if bad:
+            raise InvalidFrontMatter(
+                f"front matter key {key!r} holds {quote(bad[0])}, not a label: each "
+                "label is a non-empty string")
+        return [v.strip() for v in value]
+    raise InvalidFrontMatter(
+        f"front matter key {key!r} has a bad value {quote(value)}: must be a list of "
+        "labels (or one comma-separated string)")
+
+
+def parse_front_matter(source: str) -> dict[str, object]:
+    """The metadata fields that the YAML front matter ``source`` sets.
+
+    Fails closed on permission labels: an ``access_labels`` that is empty, null or
+    holds a non-string, and an unknown key that looks like a field (``access_label``,
+    ``labels``, ``valid_until``: see ``near_field``), raise ``InvalidFrontMatter``
+    naming the key, so the document never reaches the index unlabelled.
+    """
+    data = load_yaml(source)
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -70,6 +168,15 @@ def parse_front_matter(source: str) -> dict[str, object]:
     attributes: dict[str, Any] = {}
     for key, value in data.items():
         name = str(key).strip().lower().replace("-", "_")
+        if name == "access_labels":
+            fields[name] = _labels(str(key), value)
+            continue
+        if name not in FIELDS and name not in _LANGUAGE_KEYS and name not in _NOT_ATTRIBUTES:
+            near = near_field(str(key))
+            if near is not None:
+                raise InvalidFrontMatter(
+                    f"front matter key {quote(str(key), 80)} is not a metadata field; did "
+                    f"you mean {near!r}? (refused: a misspelt field would be ignored)")
         if value is None:
             continue
         if name in _LANGUAGE_KEYS:
@@ -219,8 +326,4 @@ def _listify(name: str, value: object) -> object:
 
 def _short(value: object) -> str:
     """A bounded repr: a value built from YAML aliases can be huge."""
-    bounded = reprlib.Repr()
-    bounded.maxlevel, bounded.maxlist, bounded.maxdict = 2, 4, 4
-    bounded.maxstring = bounded.maxother = 60
-    text = bounded.repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
+    return quote(value)

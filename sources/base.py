@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Protocol
 
+from chunker.errors import quote
 from events.model import (
     MAX_SOURCE_VERSION,
     ContentType,
@@ -118,11 +119,11 @@ def parse_changed_at(value: object, where: str) -> datetime:
         try:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError as exc:
-            raise SourceDataError(f"{where}: changed_at {value!r} is not ISO 8601") from exc
+            raise SourceDataError(f"{where}: changed_at {quote(value)} is not ISO 8601") from exc
     else:
-        raise SourceDataError(f"{where}: changed_at {value!r} is not a timestamp string")
+        raise SourceDataError(f"{where}: changed_at {quote(value)} is not a timestamp string")
     if parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise SourceDataError(f"{where}: changed_at {value!r} has no time zone")
+        raise SourceDataError(f"{where}: changed_at {quote(value)} has no time zone")
     return parsed.astimezone(UTC)
 
 
@@ -134,9 +135,9 @@ def parse_version(value: object, where: str) -> int:
     edited again, so the file is reported unreadable, with this reason.
     """
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise SourceDataError(f"{where}: version {value!r} is not an integer >= 1")
+        raise SourceDataError(f"{where}: version {quote(value)} is not an integer >= 1")
     if value > MAX_SOURCE_VERSION:
-        raise SourceDataError(f"{where}: version {value!r} is above the maximum "
+        raise SourceDataError(f"{where}: version {quote(value)} is above the maximum "
                               f"{MAX_SOURCE_VERSION} a source may stamp")
     return value
 

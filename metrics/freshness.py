@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 from deleter.sweep import classify
 from metrics.lag import DocumentLag, LagStatus, document_lag
 from sources.base import SourceEntry
+from sources.unlisted import with_unlisted
 from store.model import ChunkRef, DocumentState
 
 
@@ -139,7 +140,7 @@ def measure(
     new_behind: dict[str, tuple[int, datetime]] = {}
     current: list[str] = []
     unreadable: list[tuple[str, str]] = []
-    for entry in listing:
+    for entry in with_unlisted(listing, indexed):  # a folder that cannot be listed: kept
         listed.add(entry.document_id)
         if not entry.deleted:
             source_live += 1

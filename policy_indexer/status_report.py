@@ -28,6 +28,7 @@ from typing import Any
 from deleter.sweep import classify
 from metrics.lag import LagStatus, document_lag
 from sources.base import SourceEntry
+from sources.unlisted import with_unlisted
 from store.model import ChunkRef, DocumentState
 
 
@@ -113,7 +114,8 @@ def document_statuses(
         counts[ref.document_id] += 1
         if classify(ref, indexed.get(ref.document_id), now, grace) not in (None, "grace"):
             leftovers += 1
-    entries = {e.document_id: e for e in listing} if listing is not None else None
+    entries = ({e.document_id: e for e in with_unlisted(listing, indexed)}  # kept, not gone
+               if listing is not None else None)
     ids = set(indexed) | set(entries or ())
     result: list[DocumentStatus] = []
     for doc in sorted(ids):

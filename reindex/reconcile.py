@@ -48,6 +48,7 @@ from reindex.plan import plan
 from reindex.safety import deletion_cap, list_source
 from sources.base import Source, SourceDocument, SourceEntry
 from sources.errors import DocumentNotFoundError, SourceDataError, SourceError
+from sources.unlisted import with_unlisted
 from store.base import Store
 from store.errors import RejectedDocumentError, StoreError
 
@@ -113,6 +114,8 @@ class Reconciler:
         lap("read_index")
         listing = list_source(self.source, indexed_live=report.indexed_documents)
         report.source_documents = len(listing)
+        # Under a folder the source cannot list, the indexed documents are unreadable, kept.
+        listing = {e.document_id: e for e in with_unlisted(listing.values(), index)}
         lap("list_source")
         actions = [a for a in plan(listing, index, name) if self._count(report, a)]
         del index

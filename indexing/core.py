@@ -10,10 +10,13 @@ that of ``docs/indexing.md``: chunks, then states, then the delete step, with a
 ``checkpoint`` after each (once per call; the crash tests kill the process
 there), so a crash anywhere followed by redelivery converges to the same index.
 
-A superseded version is never chunked, so a poison one that a newer version of
-the same batch replaces is not reported poison (it is ``skipped_stale``, as if
-it had arrived after the newer one). A newest version that the store refuses
-falls back to the older versions of the batch, oldest first, each a batch of one.
+Each event of a document is judged against the state the batch's events before it
+leave, as one by one (an equal version that changes something, a *tie*, is applied:
+``rules.guard``). Only the last one applied is chunked, so a poison one that a newer
+version of the same batch replaces is not reported poison (it is ``skipped_stale``, as
+if it had arrived after the newer one); a last one that is poison is taken out and the
+rest judged again. One that the store refuses falls back to the document's other
+events of the batch, applied again as a batch without it.
 
 ``apply`` returns an ``Applied`` (a result per event, chunks written and
 deleted); it changes no counter of its own or of anyone else.
@@ -25,6 +28,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 
+import structlog
+
 from chunker import ChunkerError, chunk_document
 from chunker.model import Chunk
 from deleter.step import delete_older_versions_many
@@ -34,8 +39,10 @@ from indexing.limits import check_chunks
 from indexing.model import Applied, ChunkFunction, Outcome, Result
 from indexing.rules import (
     DeleteTarget,
+    content_hash,
     delete_target,
     guard,
+    is_tie,
     owner_refusal,
     state_after,
     take_back,
@@ -45,13 +52,33 @@ from store.base import Store
 from store.batch import get_states, put_states
 from store.model import DocumentState
 
+log = structlog.get_logger(__name__)
+
 
 @dataclass
 class _Plan:
     index: int
     state: DocumentState
     chunks: list[Chunk]
-    older: list[int]  # applicable older versions of the batch, newest first
+    # The batch's other events of the document (poison left out), in their order: applied
+    # again without this one if the store refuses it.
+    older: list[int]
+    # Chunk ids of the indexed version when this plan rewrites that same version (a tie):
+    # deleted once the new chunks are written, before the state names them.
+    replaced: tuple[str, ...] = ()
+
+
+def tie_chunks(event: ChangeEvent, chunks: list[Chunk]) -> list[Chunk]:
+    """The chunks of a tie (an equal version that changes the content, ``rules.guard``),
+    their ids marked with the content's revision: ``<id>@v<version>#<slug>~<rev>``.
+
+    They must not reuse the indexed text's ids: a store refusing the new text would then
+    take back the old one with it (bad input changes nothing), and a rewritten SQLite row
+    keeps the vector of the text it had. The version in the id is unchanged, so the
+    delete step, the sweep and the search's current-version filter read it as before.
+    """
+    revision = content_hash(event)[:12]
+    return [c.model_copy(update={"chunk_id": f"{c.chunk_id}~{revision}"}) for c in chunks]
 
 
 class Indexer:
@@ -64,6 +91,7 @@ class Indexer:
         chunk: ChunkFunction | None = None,
         checkpoint: Callable[[str], None] = lambda _step: None,
         on_unchanged: Callable[[], None] = lambda: None,
+        on_tie: Callable[[], None] = lambda: None,
         flush_chunks: int = 500,
     ) -> None:
         if flush_chunks < 1:
@@ -72,6 +100,7 @@ class Indexer:
         self.chunk: ChunkFunction = chunk or chunk_document
         self.checkpoint = checkpoint
         self.on_unchanged = on_unchanged  # a new version whose content did not change
+        self.on_tie = on_tie  # an equal version applied (rules.guard): a change, not a repeat
         self.flush_chunks = flush_chunks
 
     def apply_one(self, event: ChangeEvent) -> Outcome:
@@ -103,6 +132,10 @@ class Indexer:
                 redelivered[doc] = state  # finish a delete step a crash may have interrupted
         written, fallback = self._finish_writes(writer, events, plans, results)
         self.checkpoint("after-chunk-write")
+        # A tie's new chunks are written: the replaced text of that same version goes now,
+        # before the state names the new chunks (a crash between the two re-applies it).
+        replaced = [cid for plan in plans.values() for cid in plan.replaced]
+        replaced_deleted = self.store.delete_chunks(replaced) if replaced else 0
         lost = put_states(self.store, [p.state for p in plans.values()])
         self.checkpoint("after-state-write")
         targets: dict[str, DeleteTarget] = {d: delete_target(s) for d, s in redelivered.items()}
@@ -121,13 +154,15 @@ class Indexer:
         self.checkpoint("after-delete-step")
         for plan in plans.values():
             results[plan.index] = Outcome.DELETED if plan.state.deleted else Outcome.INDEXED
-        for index in fallback:
-            one = self.apply([events[index]])
-            results[index] = one.results[0]
-            written += one.chunks_written
-            deleted += one.chunks_deleted
+        for group in fallback:
+            again = self.apply([events[index] for index in group])
+            for index, result in zip(group, again.results, strict=True):
+                results[index] = result
+            written += again.chunks_written
+            deleted += again.chunks_deleted
         return Applied(
-            tuple(r if r is not None else Outcome.SKIPPED_STALE for r in results), written, deleted
+            tuple(r if r is not None else Outcome.SKIPPED_STALE for r in results), written,
+            deleted + replaced_deleted,
         )
 
     def chunks_of(self, event: ChangeEvent) -> list[Chunk]:
@@ -156,36 +191,90 @@ class Indexer:
         state: DocumentState | None,
         results: list[Result | None],
     ) -> _Plan | None:
-        """The one version of a document this batch writes; the others' results set."""
-        applicable = []
+        """The one version of a document this batch writes; the others' results set.
+
+        Each event is judged against the state the events before it leave, as if they
+        came one by one (``_fold``); the last one applied is written. One that turns out
+        poison is taken out and the rest judged again, as one by one it changes nothing.
+        """
+        poisoned: set[int] = set()
+        while True:
+            applied, ties = self._fold(events, [i for i in indices if i not in poisoned],
+                                       state, results)
+            if not applied:
+                return None
+            i = applied[-1]
+            event = events[i]
+            tie = state is not None and event.version == state.version
+            replaced = state.chunk_ids if state is not None and tie else ()
+            try:
+                chunks = [] if event.action is Action.DELETE else self.chunks_of(event)
+                if tie and chunks:
+                    chunks = tie_chunks(event, chunks)
+                    check_chunks(event.document_id, chunks)
+            except PoisonEvent as poison:
+                results[i] = poison
+                poisoned.add(i)
+                continue
+            break
+        for j in ties:
+            self._tie(events[j], state)
+        rest = applied[:-1]
+        for j in rest:
+            same = events[j].version == event.version
+            results[j] = Outcome.SKIPPED_DUPLICATE if same else Outcome.SKIPPED_STALE
+        new_state = state_after(event, state, chunks)
+        digest = new_state.content_hash
+        if digest is not None and state is not None and state.content_hash == digest:
+            self.on_unchanged()
+        others = [j for j in indices if j != i and j not in poisoned]
+        return _Plan(i, new_state, chunks, others, replaced)
+
+    @staticmethod
+    def _fold(
+        events: Sequence[ChangeEvent],
+        indices: list[int],
+        state: DocumentState | None,
+        results: list[Result | None],
+    ) -> tuple[list[int], list[int]]:
+        """(the events applied one after the other, in order; those of them that are ties);
+        the others' results (owner refusal, stale, duplicate) set."""
+        applied: list[int] = []
+        ties: list[int] = []
+        current = state
         for i in indices:
-            refused = owner_refusal(events[i], state)
+            event = events[i]
+            refused = owner_refusal(event, current)
             if refused is not None:
                 results[i] = refused
                 continue
-            skipped = guard(events[i].version, state)
-            if skipped is None:
-                applicable.append(i)
-            else:
+            skipped = guard(event, current)
+            if skipped is not None:
                 results[i] = skipped
-        applicable.sort(key=lambda i: events[i].version, reverse=True)
-        for n, i in enumerate(applicable):
-            event = events[i]
-            try:
-                chunks = [] if event.action is Action.DELETE else self.chunks_of(event)
-            except PoisonEvent as poison:
-                results[i] = poison
+                if current is not None and current.deleted and event.version == \
+                        current.version and event.action is Action.UPSERT:
+                    log.warning("upsert at the version of the document's deletion skipped: "
+                                "a deleted document comes back only at a newer version",
+                                document_id=event.document_id, version=event.version,
+                                source=event.source)
                 continue
-            rest = applicable[n + 1 :]
-            for j in rest:
-                same = events[j].version == event.version
-                results[j] = Outcome.SKIPPED_DUPLICATE if same else Outcome.SKIPPED_STALE
-            new_state = state_after(event, state, chunks)
-            digest = new_state.content_hash
-            if digest is not None and state is not None and state.content_hash == digest:
-                self.on_unchanged()
-            return _Plan(i, new_state, chunks, rest)
-        return None
+            if is_tie(event, current):
+                ties.append(i)
+            applied.append(i)
+            current = state_after(event, current)
+        return applied, ties
+
+    def _tie(self, event: ChangeEvent, state: DocumentState | None) -> None:
+        """An equal version that changes something is applied (``rules.guard``): counted
+        and logged, since it means two changes of the source carried one version."""
+        self.on_tie()
+        log.warning(
+            "equal version applied: the source sent two different changes with one version; "
+            "the later one replaces the earlier",
+            document_id=event.document_id, version=event.version, action=event.action.value,
+            indexed="deleted" if state is not None and state.deleted else "live",
+            source=event.source,
+        )
 
     def _finish_writes(
         self,
@@ -193,10 +282,10 @@ class Indexer:
         events: Sequence[ChangeEvent],
         plans: dict[str, _Plan],
         results: list[Result | None],
-    ) -> tuple[int, list[int]]:
+    ) -> tuple[int, list[list[int]]]:
         """Wait for every chunk write; a refused document is poison and falls back."""
         written, refused_slices = writer.finish()
-        fallback: list[int] = []
+        fallback: list[list[int]] = []
         for chunks, exc in refused_slices:
             owner = {c.chunk_id: c.document_id for c in chunks}
             refused = {owner[cid] for cid in exc.item_ids if cid in owner}
@@ -207,5 +296,5 @@ class Indexer:
                 # Take back what this version wrote: bad input changes nothing.
                 self.store.delete_chunks(c.chunk_id for c in plan.chunks)
                 results[plan.index] = PoisonEvent("rejected", f"{doc!r}: {exc}")
-                fallback.extend(sorted(plan.older, key=lambda i: events[i].version))
+                fallback.append(plan.older)
         return written, fallback

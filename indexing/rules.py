@@ -4,7 +4,8 @@
   one the document's state names is refused (poison ``owner``), before the version
   guard, so a conflicting event is refused whatever its version.
 - ``guard``: the index never goes back in time. A version below the indexed one
-  is stale, the indexed one is a redelivery; only a newer one is applied.
+  is stale, the indexed one a redelivery unless it changes something (a tie: other
+  content, or a delete of a live document); a newer one is applied.
 - ``state_after``: the document's state once a change is applied. The previous
   version's chunk ids become the delete step's work list; at the same version
   (a repair) the previous work list is kept, since those ids are not older.
@@ -51,11 +52,41 @@ def owner_refusal(event: ChangeEvent, state: DocumentState | None) -> PoisonEven
     )
 
 
-def guard(version: int, state: DocumentState | None) -> Outcome | None:
-    """Why an event at ``version`` is skipped against ``state``, or None to apply it."""
-    if state is None or version > state.version:
+def guard(event: ChangeEvent, state: DocumentState | None) -> Outcome | None:
+    """Why ``event`` is skipped against ``state``, or None to apply it.
+
+    A newer version is applied, an older one is stale. An equal version (a *tie*) is a
+    redelivery only when it changes nothing; otherwise it is applied (``is_tie``), so
+    that no version is terminal and no edit is dropped unseen:
+
+    - an upsert whose content (``content_hash``) differs from the live state's: a second
+      edit stamped with the same version (Sanity stamps ``_updatedAt`` to the second, a
+      CMS at the top of the version range has no higher one); the later arrival wins;
+    - a delete over a live state: a delete wins a tie, so a document at the largest
+      version can still be deleted.
+
+    A tombstone wins every tie: an upsert at its version is the deleted upsert
+    redelivered (or a re-creation that needs a newer version), and is skipped, so a late
+    redelivery never brings a deleted document back.
+
+    A state without a content hash (written before hashes existed) keeps the old rule:
+    an equal version is a redelivery.
+    """
+    if state is None or event.version > state.version:
         return None
-    return Outcome.SKIPPED_STALE if version < state.version else Outcome.SKIPPED_DUPLICATE
+    if event.version < state.version:
+        return Outcome.SKIPPED_STALE
+    return None if is_tie(event, state) else Outcome.SKIPPED_DUPLICATE
+
+
+def is_tie(event: ChangeEvent, state: DocumentState | None) -> bool:
+    """Is ``event`` at ``state``'s version, yet a change to apply (see ``guard``)?"""
+    if state is None or event.version != state.version:
+        return False
+    if event.action is Action.DELETE:
+        return not state.deleted
+    return (not state.deleted and state.content_hash is not None
+            and state.content_hash != content_hash(event))
 
 
 def content_hash(event: ChangeEvent) -> str:

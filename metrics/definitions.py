@@ -8,6 +8,9 @@ is registered at import. Names, types and meanings:
   ``skipped_duplicate`` (version equal to the index's), ``dead_lettered``.
 - ``policy_indexer_unchanged_content_total`` counter: upserts whose content hash equals
   the indexed one (re-written at the new version, see docs/indexing.md).
+- ``policy_indexer_version_ties_total`` counter: events at the indexed version that
+  changed something (other content, or a delete) and were applied, not dropped as
+  duplicates: the source gave two changes one version (``indexing.rules.guard``).
 - ``policy_indexer_chunks_written_total`` counter: chunks written to the store.
 - ``policy_indexer_chunks_deleted_total`` counter: older chunks removed by the delete step.
 - ``policy_indexer_dead_letters_total{reason}`` counter: events sent to the dead-letter
@@ -76,6 +79,7 @@ DEAD_LETTER_REASONS = ("not_json", "schema", "chunker", "rejected")
 class WorkerMetrics:
     events: Counter
     unchanged_content: Counter
+    version_ties: Counter
     chunks_written: Counter
     chunks_deleted: Counter
     dead_letters: Counter
@@ -116,6 +120,8 @@ class WorkerMetrics:
                            namespace=ns, registry=registry),
             unchanged_content=Counter("unchanged_content", "Upserts with unchanged content.",
                                       namespace=ns, registry=registry),
+            version_ties=Counter("version_ties", "Equal-version events that changed "
+                                 "something, applied.", namespace=ns, registry=registry),
             chunks_written=Counter("chunks_written", "Chunks written to the store.",
                                    namespace=ns, registry=registry),
             chunks_deleted=Counter("chunks_deleted", "Older chunks removed by the delete step.",

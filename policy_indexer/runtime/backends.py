@@ -132,7 +132,8 @@ def make_worker(
     write_behind: bool = False,
 ) -> Worker:
     """The one worker loop over a mode's consumer, index and dead letters."""
-    processor = Indexer(store, checkpoint=checkpoint, on_unchanged=metrics.unchanged_content.inc)
+    processor = Indexer(store, checkpoint=checkpoint, on_unchanged=metrics.unchanged_content.inc,
+                        on_tie=metrics.version_ties.inc)
     return Worker(
         consumer,
         processor,

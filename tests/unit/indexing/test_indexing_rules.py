@@ -40,7 +40,7 @@ def upsert(version: int, content: str = "alpha") -> ChangeEvent:
 def test_only_a_newer_version_passes_the_guard(
     version: int, indexed: DocumentState | None, expected: Outcome | None
 ) -> None:
-    assert guard(version, indexed) is expected
+    assert guard(upsert(version), indexed) is expected
 
 
 def test_a_new_version_makes_the_previous_chunks_the_delete_steps_work_list() -> None:

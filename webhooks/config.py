@@ -17,8 +17,11 @@ class WebhookConfig:
     timestamp_tolerance_seconds: float = TIMESTAMP_TOLERANCE_SECONDS
     max_body_bytes: int = MAX_BODY_BYTES
     retry_after_seconds: int = RETRY_AFTER_SECONDS
-    # Publishes waiting for Kafka at once; beyond it the receiver answers 503 at once.
+    # Publishes waiting for the queue at once; beyond it the receiver answers 503 at once.
     max_pending_publishes: int = 64
+    # The queue events go to, as the 503s and logs name it: "Kafka", or "the local queue"
+    # in the embedded mode (the runtime says which).
+    queue_name: str = "the queue"
 
     def __post_init__(self) -> None:
         if not 1 <= len(self.secrets) <= 2:

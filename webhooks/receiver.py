@@ -1,4 +1,4 @@
-"""``POST /webhooks/cms``: from raw request to an event Kafka holds, or a refusal.
+"""``POST /webhooks/cms``: from raw request to an event the queue holds, or a refusal.
 
 The checks run cheapest first, and nothing is published unless all pass:
 
@@ -126,15 +126,16 @@ class CmsWebhookReceiver:
         retry = {"Retry-After": str(self._config.retry_after_seconds)}
         if self._limiter.available_tokens < 1:
             return refuse(request, 503, "overloaded",
-                           "too many events are waiting for Kafka; retry later",
-                           headers=retry, **ids)
+                           f"too many events are waiting for {self._config.queue_name}; "
+                           "retry later", headers=retry, **ids)
         started = time.perf_counter()
         try:
             await anyio.to_thread.run_sync(self._publisher.publish, event, limiter=self._limiter)
         except PublishError as exc:
             outcome = "rejected" if isinstance(exc, PublishRejected) else "unavailable"
             self._metrics.publish_seconds.labels(outcome).observe(time.perf_counter() - started)
-            log.warning("kafka did not take the event", error=str(exc), **ids)
+            log.warning("the queue did not take the event", queue=self._config.queue_name,
+                        error=str(exc), **ids)
             return refuse(request, 503, "queue_unavailable",
                            "the event could not be stored; retry later", headers=retry, **ids)
         elapsed = time.perf_counter() - started

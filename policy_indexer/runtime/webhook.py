@@ -57,6 +57,7 @@ def webhook_config(settings: Settings) -> WebhookConfig:
             timestamp_tolerance_seconds=settings.webhook_timestamp_tolerance_seconds,
             max_body_bytes=settings.webhook_max_body_bytes,
             retry_after_seconds=settings.webhook_retry_after_seconds,
+            queue_name="Kafka" if settings.pipeline == "kafka" else "the local queue",
         )
     except ValueError as exc:
         raise WebhookNotConfigured(str(exc)) from exc

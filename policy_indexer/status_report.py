@@ -12,6 +12,11 @@ permission, not UTF-8, a FIFO, ...) is its own status, ``unreadable``, with the
 reason (``sources.base.Unreadable``, naming the file) and no lag figure; it is
 not counted as behind, and the rest of the report is complete.
 
+A document whose version at the source the worker refused for its content (bad
+front matter: ``valid_to: banana``, ``access_labels: [null]``; a dead letter for
+that very version) is ``refused``, with the dead letter's reason and no lag: it
+waits for an edit, not for the pipeline, so it is neither behind nor missing.
+
 A document another source owns (one owner per document: its state names a source
 other than the configured one) is ``other_owner``, with the owner in ``owner`` and no
 lag: it is compared only with its own source, never ``deleted_at_source`` here.
@@ -20,7 +25,7 @@ lag: it is compared only with its own source, never ``deleted_at_source`` here.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -40,7 +45,7 @@ class DocumentStatus:
     deleted_at_source: bool
     deleted_in_index: bool
     # current | behind | missing_from_index | deleted_at_source | unreadable | other_owner
-    # | unknown
+    # | refused | unknown
     status: str
     lag_seconds: float | None  # None: unknown without a source, or unreadable at the source
     chunks: int
@@ -68,7 +73,8 @@ class StatusReport:
 
     @property
     def behind(self) -> int:
-        return sum(d.status not in ("current", "unknown", "unreadable", "other_owner")
+        return sum(d.status not in ("current", "unknown", "unreadable", "other_owner",
+                                    "refused")
                    for d in self.documents)
 
     @property
@@ -100,12 +106,15 @@ def document_statuses(
     now: datetime,
     grace: timedelta,
     source_name: str | None = None,
+    refused: Mapping[tuple[str, int], str] | None = None,
 ) -> tuple[list[DocumentStatus], int]:
     """Every document live at the source or in the index, and the leftover count.
 
     Documents deleted on both sides (or, without a source, deleted in the index)
     are left out when no chunk of theirs remains: they are current and hold nothing.
     ``source_name``: the listing's source; another source's documents are ``other_owner``.
+    ``refused``: (document id, version) to the dead letter's reason, for versions the
+    worker refused; such a document at that version at the source is ``refused``.
     """
     indexed = {s.document_id: s for s in states}
     counts: Counter[str] = Counter()
@@ -138,6 +147,10 @@ def document_statuses(
             lag = found.seconds(now) if found is not None else 0.0
             if found is not None and found.status is LagStatus.UNREADABLE:
                 lag = None  # no version to compare: not 0, which would claim "current"
+            refusal = (refused or {}).get((doc, entry.version)) if entry is not None else None
+            if (found is not None and refusal is not None
+                    and found.status in (LagStatus.MISSING_FROM_INDEX, LagStatus.BEHIND)):
+                status, lag, reason = "refused", None, refusal
         result.append(DocumentStatus(
             document_id=doc,
             source_version=entry.version if entry is not None else None,

@@ -64,6 +64,9 @@ class ReconcileReport:
     reasons: Counter[str] = field(default_factory=Counter)  # by reason
     applied: Counter[str] = field(default_factory=Counter)  # by processor/repair outcome
     failures: list[str] = field(default_factory=list)  # one line per failed document
+    # One line per document whose content the indexer refuses (bad front matter, over a
+    # limit): the source must be fixed; the reconcile itself did not fail.
+    content_refused: list[str] = field(default_factory=list)
     deletions_allowed: int = 0
     refused: bool = False
     error: str | None = None  # why the run failed as a whole
@@ -85,4 +88,5 @@ class ReconcileReport:
         out["source_documents"] = self.source_documents
         out["indexed_documents"] = self.indexed_documents
         out["failures"] = len(self.failures)
+        out["content_refused"] = len(self.content_refused)
         return out

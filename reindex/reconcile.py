@@ -55,6 +55,9 @@ from store.errors import RejectedDocumentError, StoreError
 log = structlog.get_logger(__name__)
 
 _SAMPLES = 20
+# Poison reasons that are the document's content (fixed at the source, not by a rerun):
+# recorded as refused; the run is not failed for them.
+CONTENT_REASONS = frozenset({"chunker", "limits", "schema"})
 # A document that cannot be applied: recorded, the run goes on and ends failed.
 _DOCUMENT_ERRORS = (PoisonEvent, RejectedDocumentError, SourceDataError, pydantic.ValidationError)
 
@@ -197,6 +200,11 @@ class Reconciler:
 
     @staticmethod
     def _fail(report: ReconcileReport, document_id: str, exc: Exception) -> None:
+        if isinstance(exc, PoisonEvent) and exc.reason in CONTENT_REASONS:
+            report.content_refused.append(f"{document_id}: {exc}")
+            log.warning("reconcile: the source's content is refused", document_id=document_id,
+                        error=str(exc))
+            return
         report.failures.append(f"{document_id}: {type(exc).__name__}: {exc}")
         log.error("reconcile could not apply", document_id=document_id, error=str(exc))
 

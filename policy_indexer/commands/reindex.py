@@ -44,6 +44,8 @@ def print_report(report: ReconcileReport, *, allow_flag: str = "--allow-mass-del
             f"documents, run again with {allow_flag}.",
             err=True,
         )
+    for refusal in report.content_refused[:20]:
+        click.echo(f"refused document {refusal} (fix it at the source)")
     for failure in report.failures[:20]:
         click.echo(f"FAILED document {failure}", err=True)
     if report.error:

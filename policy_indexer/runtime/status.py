@@ -7,6 +7,8 @@ source, versions in the source and lag are unknown (``None``) and said so.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
 from policy_indexer.runtime.backends import (
@@ -19,6 +21,11 @@ from policy_indexer.settings import Settings
 from policy_indexer.status_report import StatusReport, document_statuses
 from sources.base import SourceEntry
 from sources.errors import SourceError
+from transport.local_queue import StoredDeadLetter
+
+# Dead-letter reasons that say the version's content cannot be indexed (not a bug, not
+# another owner): the document waits for an edit at the source.
+CONTENT_REASONS = frozenset({"chunker", "limits", "schema"})
 
 
 class StatusUnavailable(Exception):
@@ -58,9 +65,11 @@ def build_report(settings: Settings) -> StatusReport:
     try:
         store = backends.store
         store.refresh()
+        refused = (refusals(backends.queue.dead_letters(backends.topic))
+                   if isinstance(backends, EmbeddedBackends) else None)
         docs, leftovers = document_statuses(
             listing, store.iter_states(), store.iter_chunks(), now=now, grace=grace,
-            source_name=source_name,
+            source_name=source_name, refused=refused,
         )
         report = StatusReport(settings.pipeline, backends.where(), source_name, now, docs,
                               leftovers)
@@ -70,3 +79,19 @@ def build_report(settings: Settings) -> StatusReport:
     finally:
         backends.close()
     return report
+
+
+def refusals(letters: Iterable[StoredDeadLetter]) -> dict[tuple[str, int], str]:
+    """(document id, version) to ``reason: error`` for each version refused for its content."""
+    found: dict[tuple[str, int], str] = {}
+    for letter in letters:
+        if letter.reason not in CONTENT_REASONS or letter.key is None or letter.value is None:
+            continue
+        try:
+            version = json.loads(letter.value).get("version")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(version, int) and not isinstance(version, bool):
+            document_id = letter.key.decode("utf-8", "replace")
+            found[(document_id, version)] = f"{letter.reason}: {letter.error}"[:400]
+    return found

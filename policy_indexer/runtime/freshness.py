@@ -25,6 +25,7 @@ from metrics.lag import LagStatus, document_lag
 from retrieval.models import Freshness
 from sources.base import Source, SourceEntry
 from sources.errors import SourceError
+from sources.unlisted import covering, unlisted_folders
 from store.base import Store
 from store.errors import StoreError
 
@@ -39,6 +40,7 @@ class PassageFreshness:
         self._store = store
         self._lock = threading.Lock()
         self._listing: dict[str, SourceEntry] | None = None
+        self._unlisted: list[str] = []  # folders the source cannot list (sources.unlisted)
         self._listed_at: datetime | None = None
         self._stop = threading.Event()
 
@@ -51,6 +53,7 @@ class PassageFreshness:
             return False
         with self._lock:
             self._listing, self._listed_at = entries, datetime.now(UTC)
+            self._unlisted = list(unlisted_folders(entries.values()))
         return True
 
     def run(self, interval_s: float) -> None:
@@ -68,6 +71,8 @@ class PassageFreshness:
         if listing is None:
             return None
         entry = listing.get(document_id)
+        if entry is None and covering(document_id, self._unlisted) is not None:
+            return None  # under a folder the source cannot list: unknown, as if unreadable
         try:
             state = self._store.get_state(document_id)
         except StoreError:

@@ -223,6 +223,26 @@ def test_the_monitors_label_processes_by_component_and_topics_follow_the_setting
         assert topic["spec"]["config"]["min.insync.replicas"] == 2
 
 
+def test_search_is_scraped_on_its_metrics_port_never_on_its_api_port() -> None:
+    """The search port's /metrics is 404 without its token (it names restricted documents,
+    issue 22 item 4): Prometheus scrapes the search pods' metrics port instead."""
+    docs = documents([*VALUE_SETS["everything"], "--set", "monitoring.podMonitor.enabled=true"])
+    (search,) = [c for name, _, c in containers(docs) if name.endswith("-search")]
+    assert [p["name"] for p in search["ports"]] == ["http", "metrics"]
+    env = {e["name"]: e.get("value") for e in search["env"]}
+    metrics_port = next(p["containerPort"] for p in search["ports"] if p["name"] == "metrics")
+    assert env["POLICY_INDEXER_METRICS_PORT"] == str(metrics_port)
+    (podmonitor,) = by_kind(docs, "PodMonitor").values()
+    endpoints = {e["port"]: e for e in podmonitor["spec"]["podMetricsEndpoints"]}
+    drop_search = {"sourceLabels": ["__meta_kubernetes_pod_label_app_kubernetes_io_component"],
+                   "regex": "search", "action": "drop"}
+    assert drop_search in endpoints["http"]["relabelings"]
+    assert drop_search not in endpoints["metrics"]["relabelings"]
+    (servicemonitor,) = by_kind(docs, "ServiceMonitor").values()
+    (selects,) = servicemonitor["spec"]["selector"]["matchExpressions"]
+    assert "search" not in selects["values"]
+
+
 @pytest.mark.parametrize(("value", "error"), [
     ("components.worker.replica=2", "'/components/worker': additional properties 'replica'"),
     ("mode=kafak", "'/mode': value must be one of 'kafka', 'embedded'"),

@@ -83,6 +83,11 @@ spec:
         - name: {{ $spec.port.name }}
           containerPort: {{ $spec.port.number }}
           protocol: TCP
+        {{- with $spec.metricsPort }}
+        - name: {{ .name }}
+          containerPort: {{ .number }}
+          protocol: TCP
+        {{- end }}
       envFrom:
         - configMapRef:
             name: {{ include "policy-indexer.fullname" $root }}-config
@@ -90,6 +95,10 @@ spec:
         {{- if $spec.portEnv }}
         - name: {{ $spec.portEnv }}
           value: {{ $spec.port.number | quote }}
+        {{- end }}
+        {{- with $spec.metricsPort }}
+        - name: POLICY_INDEXER_METRICS_PORT
+          value: {{ .number | quote }}
         {{- end }}
         {{- range $name, $value := $spec.env }}
         - name: {{ $name }}

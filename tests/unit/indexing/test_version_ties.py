@@ -4,24 +4,23 @@ An upsert at the indexed version with other content (two Sanity edits in one sec
 CMS at the top of the version range) replaces the text; a delete at the indexed version
 deletes; the same content again is still a redelivery; a tombstone wins a tie. Each tie
 is counted, its new chunks never reuse the old ids, and a tie the store refuses changes
-nothing. On the in-memory store and on SQLite (the embedded index).
+nothing. On the in-memory store, SQLite (the embedded index) and Elasticsearch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from support.refusing_store import REFUSED, RefusingStore
+from support.stores import STORE_FACTORIES, StoreFactory
 
 from events.model import MAX_SOURCE_VERSION, Action, ChangeEvent, EventMetadata
 from indexing.core import Indexer
 from indexing.errors import PoisonEvent
 from indexing.model import Outcome
 from store.base import Store
-from store.sqlite import SQLiteStore
 
 WHEN = datetime(2026, 11, 29, 18, 4, 5, tzinfo=UTC)
 V = MAX_SOURCE_VERSION  # the largest a source may stamp: no higher one to come
@@ -40,13 +39,16 @@ def delete(version: int = V) -> ChangeEvent:
                        version=version, changed_at=WHEN)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    chosen: Store = RefusingStore() if request.param == "memory" else SQLiteStore(
-        tmp_path / "index.sqlite3")
-    chosen.ensure_ready()
-    yield chosen
-    chosen.close()
+@pytest.fixture(params=STORE_FACTORIES)
+def store(request: pytest.FixtureRequest) -> Iterator[Store]:
+    factory: StoreFactory = request.param
+    with factory(request) as chosen:
+        yield chosen
+
+
+def chunks_of_v(store: Store) -> set[str]:
+    store.refresh()
+    return {r.chunk_id for r in store.find_chunks("deliveries", below_version=V + 1)}
 
 
 def test_a_second_edit_at_the_same_version_replaces_the_first(store: Store) -> None:
@@ -61,8 +63,7 @@ def test_a_second_edit_at_the_same_version_replaces_the_first(store: Store) -> N
     assert ties == ["tie"]
     assert not set(first.chunk_ids) & set(second.chunk_ids), "a tie's chunks get new ids"
     assert all("~" in cid and f"@v{V}#" in cid for cid in second.chunk_ids)
-    remaining = {r.chunk_id for r in store.find_chunks("deliveries", below_version=V + 1)}
-    assert remaining == set(second.chunk_ids), "the first text's chunks are gone"
+    assert chunks_of_v(store) == set(second.chunk_ids), "the first text's chunks are gone"
     assert second.content_hash != first.content_hash
 
     # the same text again is a redelivery: nothing changes, nothing counted
@@ -92,7 +93,7 @@ def test_a_delete_at_the_same_version_deletes_and_a_tombstone_wins_a_tie(store: 
     assert indexer.apply_one(delete()) is Outcome.DELETED
     state = store.get_state("deliveries")
     assert state is not None and state.deleted
-    assert list(store.find_chunks("deliveries", below_version=V + 1)) == []
+    assert chunks_of_v(store) == set()
     # a late redelivery of the upsert, or another text, at the delete's version: skipped
     assert indexer.apply_one(upsert("two days")) is Outcome.SKIPPED_DUPLICATE
     assert indexer.apply_one(upsert("nine days")) is Outcome.SKIPPED_DUPLICATE

@@ -17,10 +17,17 @@ from elasticsearch import Elasticsearch
 
 from chunker.model import Chunk
 from store import es_mappings
-from store.errors import RejectedDocumentError, StoreError, StoreSetupError, TransientStoreError
+from store.errors import (
+    RejectedDocumentError,
+    StoreError,
+    StoreSetupError,
+    StoreUnavailableError,
+    TransientStoreError,
+)
 from store.es_requests import (
     PAGE,
     bulk,
+    is_blocked,
     is_transient_status,
     parse_dt,
     search_all,
@@ -236,7 +243,8 @@ class ElasticsearchStore:
         for doc, answer in zip(docs, resp["responses"], strict=True):
             if "error" in answer:
                 status = int(answer.get("status", 500))
-                cls = TransientStoreError if is_transient_status(status) else StoreError
+                cls = (StoreUnavailableError if is_blocked(answer["error"])
+                       else TransientStoreError if is_transient_status(status) else StoreError)
                 raise cls(f"find older chunks of {doc!r}: {answer['error']}")
             hits = answer["hits"]["hits"]
             if len(hits) >= PAGE:  # rare: page through this one

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import elastic_transport
 from elasticsearch import ApiError, Elasticsearch
 
-from store.errors import StoreAccessError, StoreError, TransientStoreError
+from store.errors import StoreAccessError, StoreError, StoreUnavailableError, TransientStoreError
 from store.limits import BULK_MAX_ACTIONS, BULK_MAX_BYTES
 
 T = TypeVar("T")
@@ -25,6 +25,13 @@ PAGE = 1000
 
 def is_transient_status(status: int) -> bool:
     return status == 429 or status >= 500
+
+
+def is_blocked(error: object) -> bool:
+    """An answer (or a bulk item's ``error``) saying the index is blocked, not the request bad:
+    ``cluster_block_exception``, the flood-stage watermark's read-only-allow-delete (429) or an
+    operator's write or read-only block (403). The block lifts; the event is not to blame."""
+    return "cluster_block_exception" in str(error)
 
 
 def translate(what: str, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -48,6 +55,9 @@ def translate(what: str, call: Callable[..., T], *args: Any, **kwargs: Any) -> T
         status = exc.meta.status
         if status == 401 or (status == 403 and is_security_exception(exc)):
             raise StoreAccessError(access_message(what, exc), status=status) from exc
+        if is_blocked(exc.body):
+            raise StoreUnavailableError(f"{what}: index blocked: HTTP {status}: {exc}",
+                                        status=status) from exc
         kind = TransientStoreError if is_transient_status(status) else StoreError
         raise kind(f"{what}: HTTP {status}: {exc}", status=status) from exc
     except elastic_transport.TransportError as exc:
@@ -179,6 +189,10 @@ def bulk(
             if conflicts is not None and status == 409:
                 conflicts.add(str(result.get("_id")))
                 continue
+            if is_blocked(result.get("error")):
+                raise StoreUnavailableError(
+                    f"{what}: index blocked: item {result.get('_id')!r}: {status}: "
+                    f"{str((result.get('error') or {}).get('reason'))[:300]}", status=status)
             if is_transient_status(status):
                 raise TransientStoreError(f"{what}: item {result.get('_id')!r}: {status}")
             if status >= 300:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -117,12 +117,15 @@ def measure(
     max_series: int | None,
     grace: timedelta,
     source_name: str | None = None,
+    refused: Collection[tuple[str, int]] = (),
 ) -> FreshnessSnapshot:
     """One cycle. Reads ``states`` first, then ``listing``, then ``chunks``.
 
     ``memory`` is replaced only when the whole cycle succeeds: an exception from
     any of the three streams leaves it as it was. ``source_name``: the listing's
     source; documents other sources own are left out of the comparison (None: none is).
+    ``refused``: (document id, version) the worker refused for its content (a dead
+    letter): such a source version the index lacks waits for an edit, never a lag.
     """
     indexed: dict[str, DocumentState] = {}
     elsewhere: set[str] = set()
@@ -152,6 +155,9 @@ def measure(
         if entry.changed_at > now:
             future += 1
         state = indexed.get(entry.document_id)
+        if ((entry.document_id, entry.version) in refused and not entry.deleted
+                and (state is None or state.version < entry.version)):
+            continue  # refused for its content: fixed at the source, not lagging
         if entry.deleted and state is not None and not state.deleted:
             index_live_only += 1  # live only in the index
         version = state.version if state is not None else 0

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -67,12 +67,14 @@ class FreshnessMonitor:
         max_series: int | None = 100,
         grace: timedelta = DEFAULT_GRACE,
         clock: Callable[[], datetime] = _utcnow,
+        refused: Callable[[], Collection[tuple[str, int]]] | None = None,
     ) -> None:
         self.source = source
         self.store = store
         self.max_series = max_series
         self.grace = grace
         self.clock = clock
+        self.refused = refused  # each cycle: the versions refused for their content
         self.memory = LagMemory()
         self.snapshot: FreshnessSnapshot | None = None
         self.status = MonitorStatus()
@@ -103,6 +105,7 @@ class FreshnessMonitor:
                 max_series=self.max_series,
                 grace=self.grace,
                 source_name=self.source.name,  # each document only against its own source
+                refused=self.refused() if self.refused is not None else (),
             )
         except _SourceFailed as exc:
             status.source_failures[str(exc)] += 1

@@ -57,13 +57,14 @@ from policy_indexer.runtime.parts import (
 from policy_indexer.runtime.search import backfill_part, search_app, search_service
 from policy_indexer.runtime.servers import UvicornThread
 from policy_indexer.runtime.sources import git_poller_part, open_configured_source
+from policy_indexer.runtime.status import refusals
 from policy_indexer.runtime.webhook import webhook_app, webhook_enabled, webhook_routes
 from policy_indexer.settings import Settings
 from reindex.errors import LeaseError
 from sources.errors import SourceError
 from store.errors import StoreError
 from store.sqlite import SQLiteStore
-from transport.local_queue import ConsumerBusy, QueueError
+from transport.local_queue import ConsumerBusy, LocalQueue, QueueError
 from watcher.watch import STATE_FILE, WatcherThread, start_watcher_thread
 
 log = structlog.get_logger(__name__)
@@ -268,13 +269,19 @@ def _start_monitor(settings: Settings, registry: CollectorRegistry, parts: Super
     """
     source = open_configured_source(settings)
     store = SQLiteStore(index_path(settings))
-    monitor = freshness_monitor(settings, source, store)
+    letters = LocalQueue(queue_path(settings))  # its own connection, read only here
+
+    def refused() -> set[tuple[str, int]]:
+        return set(refusals(letters.dead_letters(settings.kafka_topic)))
+
+    monitor = freshness_monitor(settings, source, store, refused)
     register_freshness(settings, monitor, registry)
     interval = settings.monitor_interval_seconds
 
     def close() -> None:
         source.close()
         store.close()
+        letters.close()
 
     wait_s = settings.monitor_first_cycle_wait_seconds
     parts.start(ThreadPart("freshness monitor",

@@ -7,7 +7,7 @@ run are one object with one configuration, on the mode's own run log and lease.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 
 from apscheduler.schedulers.base import BaseScheduler
@@ -84,12 +84,16 @@ def scheduler_for(
     )
 
 
-def freshness_monitor(settings: Settings, source: Source, store: Store) -> FreshnessMonitor:
+def freshness_monitor(
+    settings: Settings, source: Source, store: Store,
+    refused: Callable[[], Collection[tuple[str, int]]] | None = None,
+) -> FreshnessMonitor:
     series = settings.monitor_max_document_series
     return FreshnessMonitor(
         source, store,
         max_series=None if series == "all" else series,
         grace=timedelta(seconds=settings.sweep_grace_seconds),
+        refused=refused,
     )
 
 

@@ -3,7 +3,8 @@
 The folder holds a good document and documents whose front matter the chunker refuses
 (a date that is no date, a null label, a singular ``access_label``). ``policy-indexer
 run`` dead-letters each; ``status`` shows each as ``refused`` with the dead letter's
-reason (naming the key), without lag and not counted behind; a public search never
+reason (naming the key), without lag and not counted behind, the monitor's gauges
+count no lag for them; a public search never
 returns them; ``reindex`` lists them as refused and exits 0, run after run.
 """
 
@@ -13,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from support.embedded_run import EmbeddedRun, clean_env
 from support.waiting import wait_until
@@ -51,7 +53,8 @@ def embedded(tmp_path: Path) -> EmbeddedRun:
     port = free_port()
     env = clean_env(embedded_dir=str(tmp_path / "data"), source_kind="folder",
                     source_path=str(root), metrics_port=str(port), search_encoder="none",
-                    log_level="WARNING", watch_rescan_seconds="0.5")
+                    log_level="WARNING", watch_rescan_seconds="0.5",
+                    monitor_interval_seconds="0.5")
     return EmbeddedRun(root, tmp_path / "data", env, port, tmp_path)
 
 
@@ -81,6 +84,17 @@ def test_a_refused_document_has_its_reason_in_status_and_no_lag(embedded: Embedd
         assert not any(doc in found.stdout for doc in ('"banana"', '"null-label"',
                                                        '"singular"')), found.stdout
         json.loads(found.stdout)  # an answer, not an error
+
+        def gauges() -> dict[str, float]:
+            text = httpx.get(f"http://127.0.0.1:{embedded.port}/metrics", timeout=5).text
+            return {line.split()[0]: float(line.split()[1]) for line in text.splitlines()
+                    if line.startswith("policy_indexer_max_lag_seconds ")}
+        # the monitor: not lagging, a second cycle later still not (the lag does not grow)
+        for _ in range(2):
+            wait_until(gauges, 30, "the monitor to measure no lag", every_s=0.3,
+                       retry_on=(httpx.HTTPError,),
+                       accept=lambda g: g == {"policy_indexer_max_lag_seconds": 0.0},
+                       on_timeout=lambda: str(gauges()))
 
         for _ in range(2):  # every run, not only the first
             reindexed = embedded.cli("reindex")

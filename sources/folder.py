@@ -272,11 +272,7 @@ class MarkdownFolderSource:
         reason = Unreadable(UnreadableKind.UNLISTABLE,
                             f"{shown_name(str(path))}: cannot list the folder: {why}; the "
                             "documents under it are kept as they were until it can be listed")
-        try:
-            st: os.stat_result | None = os.lstat(path)
-        except OSError:
-            st = None
-        return self._bad(shown, path, reason, st)
+        return self._bad(shown, path, reason, _lstat_or_none(path))
 
     def inspect(self, relative: str, path: Path) -> FolderFile | None:
         """The file's stat and, if the stat shows it, why it cannot be read; None if gone.
@@ -333,13 +329,7 @@ class MarkdownFolderSource:
         reason = Unreadable(UnreadableKind.NAME,
                             f"{shown_name(str(path))}: name not UTF-8 (shown escaped): not read; "
                             "rename the file")
-        try:
-            st: os.stat_result | None = os.lstat(path)
-        except FileNotFoundError:
-            st = None
-        except OSError:
-            st = None
-        return self._bad(shown, path, reason, st)
+        return self._bad(shown, path, reason, _lstat_or_none(path))
 
     def _too_large(self, path: Path, size: int) -> Unreadable:
         return Unreadable(UnreadableKind.TOO_LARGE,
@@ -542,3 +532,11 @@ def _file_kind(mode: int) -> str:
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "a device"
     return f"mode {stat.filemode(mode)}"
+
+
+def _lstat_or_none(path: Path) -> os.stat_result | None:
+    """The link's own status, or None when it cannot be had (gone, or not allowed)."""
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None

@@ -61,8 +61,10 @@ class SearchRequest(BaseModel):
     # strict: "5", 5.0 and true are refused (lax mode took "5" and true as 5 and 1)
     k: int = Field(DEFAULT_K, ge=1, le=MAX_K, strict=True,
                    description="Ranked passages to return.")
+    # strict: "true", 1 and "yes" are refused (lax mode took them as True)
     neighbours: bool = Field(
-        True, description="Append the neighbours of ranked passages (exceptions, context)."
+        True, strict=True,
+        description="Append the neighbours of ranked passages (exceptions, context).",
     )
     language: str | None = Field(
         None,

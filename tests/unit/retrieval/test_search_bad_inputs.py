@@ -68,6 +68,23 @@ def test_k_that_is_not_a_json_integer_is_422_naming_k(
     assert searcher.calls == []
 
 
+@pytest.mark.parametrize("raw", [b'"true"', b"1", b"0", b'"yes"', b"null"],
+                         ids=["string-true", "one", "zero", "yes", "null"])
+def test_neighbours_that_is_not_a_json_boolean_is_422_naming_it(
+    server: ServerThread, searcher: LabelFilteringSearcher, raw: bytes
+) -> None:
+    body = json_error(post_raw(server, b'{"question": "refund", "neighbours": ' + raw + b"}"),
+                      422)
+    assert [error["loc"] for error in body["errors"]] == [["neighbours"]]
+    assert searcher.calls == []
+
+
+def test_neighbours_as_a_json_boolean_is_still_accepted(server: ServerThread) -> None:
+    for raw in (b"true", b"false"):
+        response = post_raw(server, b'{"question": "refund", "neighbours": ' + raw + b"}")
+        assert response.status_code == 200, response.text
+
+
 def test_k_as_a_json_integer_is_still_accepted(server: ServerThread) -> None:
     response = post_raw(server, b'{"question": "refund the delivery fee", "k": 2}')
     assert response.status_code == 200, response.text

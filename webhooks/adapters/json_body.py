@@ -18,6 +18,8 @@ def json_object(body: bytes) -> dict[str, Any]:
         value = json.loads(body)
     except (UnicodeDecodeError, ValueError) as exc:
         raise MalformedBody(f"body is not valid JSON: {exc}") from exc
+    except RecursionError as exc:  # nesting deeper than the decoder's stack: a 400, not a 500
+        raise MalformedBody("body is not valid JSON: nested too deeply") from exc
     if not isinstance(value, dict):
         raise MalformedBody(f"body is JSON but not an object (a {type(value).__name__})")
     return value

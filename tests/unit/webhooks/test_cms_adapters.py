@@ -133,9 +133,14 @@ def test_sanity_bad_signatures_are_401_and_publish_nothing(
     assert publisher.events == []
 
 
+# 100,000 levels of arrays in 200 kB: the decoder runs out of stack (a 500 before).
+DEEP = b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+
+
 @pytest.mark.parametrize(("body", "operation", "status", "expected"), [
     (b"{not json", "update", 400, "invalid_json"),
     (b"[1, 2]", "update", 400, "invalid_json"),
+    (DEEP, "update", 400, "nested too deeply"),
     (encode({"_type": "policy", "_updatedAt": "2025-11-29T19:50:00Z"}), "update", 422, "_id"),
     (encode({"_id": "p", "title": "x", "body": "# x", "_updatedAt": "yesterday"}), "update",
      422, "_updatedAt"),
@@ -236,6 +241,7 @@ def test_contentful_bad_signatures_are_401_and_publish_nothing(
     ("ContentManagement.Entry.save", None, 202, "only Entry publish"),
     ("ContentManagement.Asset.publish", None, 202, "only Entry publish"),
     ("ContentManagement.Entry.publish", b"{oops", 400, "invalid_json"),
+    ("ContentManagement.Entry.publish", DEEP, 400, "nested too deeply"),
     ("ContentManagement.Entry.publish", encode({"sys": {"type": "Entry"}}), 422, "sys.id"),
     ("ContentManagement.Entry.publish", "other-type", 202, "content type"),
     ("ContentManagement.Entry.publish", "no-fields", 422, "no Contentful Delivery API"),
@@ -311,6 +317,7 @@ def test_strapi_without_its_token_is_401_and_publishes_nothing(
 
 @pytest.mark.parametrize(("body", "status", "expected"), [
     (b"not json", 400, "invalid_json"),
+    (DEEP, 400, "nested too deeply"),
     (encode({"event": "entry.publish", "model": "policy"}), 422, "entry"),
     (encode(strapi_event("media.create", "m1", "2025-11-29T19:30:00Z")), 202, "media.create"),
     (encode(strapi_event("entry.update", "k3", "2025-11-29T19:30:00Z", body="# x",

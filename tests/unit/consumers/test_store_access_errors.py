@@ -9,11 +9,9 @@ in silence. It backs off with the line in its health (``/readyz`` says
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 
-import pytest
 from prometheus_client import CollectorRegistry
 from support.waiting import wait_until
 
@@ -56,13 +54,6 @@ def upsert(doc: str) -> ChangeEvent:
         changed_at=datetime(2024, 1, 1, tzinfo=UTC), content_type="text/markdown",
         content=f"# {doc}\n\nalpha {doc}",
     )
-
-
-@pytest.fixture
-def queue(tmp_path: Path) -> Iterator[LocalQueue]:
-    q = LocalQueue(tmp_path / "queue.sqlite3")
-    yield q
-    q.close()
 
 
 def test_the_worker_waits_with_the_reason_and_dead_letters_nothing(queue: LocalQueue) -> None:

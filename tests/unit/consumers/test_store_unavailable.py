@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -54,21 +53,6 @@ def fill(store: SQLiteStore) -> None:
 
 def free(store: SQLiteStore) -> None:
     store._conn.execute("PRAGMA max_page_count=1073741823")
-
-
-@pytest.fixture
-def queue(tmp_path: Path) -> Iterator[LocalQueue]:
-    q = LocalQueue(tmp_path / "queue.sqlite3")
-    yield q
-    q.close()
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "index.sqlite3")
-    s.ensure_ready()
-    yield s
-    s.close()
 
 
 def test_a_full_index_says_so_and_keeps_nothing_of_the_failed_write(store: SQLiteStore) -> None:

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -64,21 +63,6 @@ class Chunker:
             raise TransientStoreError("index away for a moment")
         return fake_chunker(document_id, version, content, content_type=content_type,
                             metadata=metadata, changed_at=changed_at)
-
-
-@pytest.fixture
-def queue(tmp_path: Path) -> Iterator[LocalQueue]:
-    q = LocalQueue(tmp_path / "queue.sqlite3")
-    yield q
-    q.close()
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "index.sqlite3")
-    s.ensure_ready()
-    yield s
-    s.close()
 
 
 def test_a_record_that_keeps_raising_is_dead_lettered_after_three_tries_and_the_rest_go_on(

@@ -7,9 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -35,21 +33,6 @@ def upsert(doc: str, version: int, content: str) -> ChangeEvent:
         changed_at=datetime(2024, 1, version, tzinfo=UTC), content_type="text/markdown",
         content=content,
     )
-
-
-@pytest.fixture
-def queue(tmp_path: Path) -> Iterator[LocalQueue]:
-    q = LocalQueue(tmp_path / "queue.sqlite3")
-    yield q
-    q.close()
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "index.sqlite3")
-    s.ensure_ready()
-    yield s
-    s.close()
 
 
 def run_until_drained(queue: LocalQueue, store: SQLiteStore) -> CollectorRegistry:

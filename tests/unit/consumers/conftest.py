@@ -1,0 +1,26 @@
+"""The worker tests' real backends: a local queue and a SQLite index in the test's folder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from store.sqlite import SQLiteStore
+from transport.local_queue import LocalQueue
+
+
+@pytest.fixture
+def queue(tmp_path: Path) -> Iterator[LocalQueue]:
+    q = LocalQueue(tmp_path / "queue.sqlite3")
+    yield q
+    q.close()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    s = SQLiteStore(tmp_path / "index.sqlite3")
+    s.ensure_ready()
+    yield s
+    s.close()

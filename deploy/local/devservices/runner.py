@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from devservices import health, process
@@ -26,9 +30,44 @@ class Runner:
         pid = process.read_pid(self._pid_file(service.name))
         return pid if pid is not None and process.alive(pid, service.marker) else None
 
+    def _owned(self, pid: int, service: Service) -> bool:
+        """``pid`` runs ``service`` from this state folder: a runner with this config started it.
+
+        Every launch names its own folder (``<state>/<name>/...``) on its command line.
+        """
+        line = process.cmdline(pid)
+        return service.marker in line and f"{self.cfg.state_dir / service.name}/" in line
+
+    def _listener(self, service: Service) -> tuple[int, bool] | None:
+        """The process listening on the service's port, and whether it is ours."""
+        pid = process.listener(self.cfg.port_of(service.name))
+        return None if pid is None else (pid, self._owned(pid, service))
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """One ``up``/``down`` at a time per state folder.
+
+        Two at once both found no pid file and a free port, both started the
+        service, and the pid file named the one that lost the port and exited:
+        ``down`` then said "not running" while the winner went on listening.
+        """
+        self.cfg.state_dir.mkdir(parents=True, exist_ok=True)
+        with (self.cfg.state_dir / ".runner.lock").open("a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                print(f"services: another runner is starting or stopping services in "
+                      f"{self.cfg.state_dir}; waiting for it", flush=True)
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
     def up(self, names: list[str]) -> None:
-        for name in names:
-            self._up_one(SERVICES[name])
+        with self._locked():
+            for name in names:
+                self._up_one(SERVICES[name])
 
     def _up_one(self, service: Service) -> None:
         cfg, name = self.cfg, service.name
@@ -43,6 +82,15 @@ class Runner:
             print(f"{name}: ready on {cfg.host}:{port}", flush=True)
             return
         else:
+            found = self._listener(service)
+            if found is not None and found[1]:
+                # Ours (started from this state folder) though the pid file lost it: adopt it.
+                leader = process.group_of(found[0]) or found[0]
+                self._pid_file(name).write_text(f"{leader}\n")
+                print(f"{name}: already running (pid {leader}, the pid file named another; "
+                      f"adopted) on {cfg.host}:{port}")
+                self._wait(service, leader, started_here=False)
+                return
             if health.port_open(cfg.host, port):
                 raise ServiceError(
                     f"{name}: port {cfg.host}:{port} is already taken by a process this "
@@ -61,7 +109,21 @@ class Runner:
             )
             print(f"{name}: started (pid {pid}), waiting until healthy", flush=True)
         self._wait(service, pid, started_here=True)
+        self._check_listener_is(service, pid)
         print(f"{name}: ready on {cfg.host}:{port}", flush=True)
+
+    def _check_listener_is(self, service: Service, pid: int) -> None:
+        """The healthy answer came from the process just started, not another on the port."""
+        found = self._listener(service)
+        if found is None or process.group_of(found[0]) == pid:
+            return  # not visible in /proc (another namespace), or ours: nothing to say
+        holder = found[0]
+        process.stop(self._pid_file(service.name), service.marker)
+        raise ServiceError(
+            f"{service.name}: port {self.cfg.host}:{self.cfg.port_of(service.name)} was taken "
+            f"by pid {holder} ({process.cmdline(holder)[:200]}) while pid {pid} started; "
+            f"stopped pid {pid}"
+        )
 
     def _wait(self, service: Service, pid: int, *, started_here: bool) -> None:
         deadline = time.monotonic() + service.start_timeout
@@ -82,17 +144,48 @@ class Runner:
         )
 
     def down(self, names: list[str]) -> None:
-        for name in names:
-            service = SERVICES[name]
-            stopped = process.stop(self._pid_file(name), service.marker)
-            print(f"{name}: {'stopped' if stopped else 'not running'}")
+        with self._locked():
+            for name in names:
+                self._down_one(SERVICES[name])
+
+    def _down_one(self, service: Service) -> None:
+        """Stop what the pid file names, then any process of ours still on the port."""
+        name, cfg = service.name, self.cfg
+        named = process.read_pid(self._pid_file(name))
+        stopped = process.stop(self._pid_file(name), service.marker)
+        if stopped:
+            print(f"{name}: stopped (pid {named})")
+        for _ in range(5):  # a lost race can leave more than one; each round stops one
+            found = self._listener(service)
+            if found is None:
+                break
+            pid, ours = found
+            if not ours:
+                print(
+                    f"{name}: {cfg.host}:{cfg.port_of(name)} is held by pid {pid} "
+                    f"({process.cmdline(pid)[:200]}), which was not started from "
+                    f"{cfg.state_dir}: left alone",
+                    file=sys.stderr,
+                )
+                break
+            leader = process.group_of(pid) or pid
+            process.stop_group(leader, service.marker, also=pid)
+            stopped = True
+            print(f"{name}: stopped (pid {leader}, listening on {cfg.host}:{cfg.port_of(name)}; "
+                  f"the pid file named {named if named is not None else 'none'})")
+        if not stopped:
+            print(f"{name}: not running")
 
     def status(self) -> int:
         """Print one line per service; return 0 when every service is up and healthy."""
         worst = 0
         for name, service in SERVICES.items():
             pid = self._running_pid(service)
-            if pid is None:
+            found = self._listener(service) if pid is None else None
+            if found is not None:
+                owner = "started from this state folder" if found[1] else "not started here"
+                state, worst = f"stopped; port held by pid {found[0]} ({owner})", 1
+            elif pid is None:
                 state, worst = "stopped", 1
             elif service.ready(self.cfg):
                 state = f"healthy (pid {pid})"

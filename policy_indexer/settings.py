@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from webhooks.limits import HttpLimits
 from deleter.sweep import DEFAULT_GRACE
 from sources.hidden import parse_hidden_allow
+from sources.label_defaults import parse_label_defaults
 from sources.limits import MAX_FILE_BYTES, MAX_PAGE_SIZE, PAGE_SIZE, TIMEOUT_SECONDS
 from store.limits import BULK_MAX_ACTIONS, BULK_MAX_BYTES
 from webhooks.config import MAX_BODY_BYTES, RETRY_AFTER_SECONDS, TIMESTAMP_TOLERANCE_SECONDS
@@ -310,6 +311,12 @@ class Settings(BaseSettings):
         False, description="Read folder files that have more than one hard link. Off: such a "
         "file is listed unreadable (hard_link), since its other name may be outside the library.",
     )
+    source_default_access_labels: str = Field(
+        "", description="folder and git sources: access_labels for a file whose front matter "
+        "(or <meta>) sets none, by glob of its path in the library, first match wins: "
+        "'hr/**=staff,hr; internal/**=staff; **=public'. Empty: no default. A front matter "
+        "with an empty or misspelt access_labels key is still refused.",
+    )
     watch_restart_initial_seconds: float = Field(
         1.0, gt=0, description="A folder watcher that failed starts again after this long, "
         "doubling at each failure in a row up to watch_restart_max_seconds.",
@@ -327,6 +334,12 @@ class Settings(BaseSettings):
     @classmethod
     def _hidden_names(cls, value: str) -> str:
         parse_hidden_allow(value)  # each one name starting with '.'
+        return value
+
+    @field_validator("source_default_access_labels")
+    @classmethod
+    def _label_defaults(cls, value: str) -> str:
+        parse_label_defaults(value)  # each rule '<glob>=<labels>', the labels checked
         return value
 
     @field_validator("watch_restart_max_seconds")

@@ -18,6 +18,7 @@ from sources.cms import CmsApiSource, parse_header
 from sources.folder import DEFAULT_MAX_FILE_BYTES, MarkdownFolderSource
 from sources.git import GitSource
 from sources.hidden import parse_hidden_allow
+from sources.label_defaults import parse_label_defaults
 from sources.limits import MAX_PAGE_SIZE, PAGE_SIZE, TIMEOUT_SECONDS
 
 SourceKind = Literal["cms", "folder", "changelog", "git"]
@@ -47,6 +48,10 @@ class SourceConfig(BaseModel):
     allow_hard_links: bool = Field(
         False, description="folder: read files with more than one hard link."
     )
+    default_access_labels: str = Field(
+        "", description="folder, git: labels for files that set none, "
+        "'<glob>=<label>,...; ...' (sources.label_defaults)."
+    )
 
     @model_validator(mode="after")
     def _has_what_the_kind_needs(self) -> Self:
@@ -59,6 +64,7 @@ class SourceConfig(BaseModel):
         if self.auth_header is not None:
             parse_header(self.auth_header.get_secret_value())
         parse_hidden_allow(self.hidden_allow)
+        parse_label_defaults(self.default_access_labels)
         return self
 
 
@@ -78,9 +84,11 @@ def open_source(config: SourceConfig) -> Source:
     if config.kind == "folder":
         return MarkdownFolderSource(config.path, max_file_bytes=config.max_file_bytes,
                                     hidden_allow=config.hidden_allow,
-                                    allow_hard_links=config.allow_hard_links)
+                                    allow_hard_links=config.allow_hard_links,
+                                    default_access_labels=config.default_access_labels)
     if config.kind == "git":
         return GitSource(str(config.url), config.path, branch=config.git_branch,
                          path_prefix=config.git_path_prefix, timeout_seconds=config.timeout_seconds,
-                         hidden_allow=config.hidden_allow)
+                         hidden_allow=config.hidden_allow,
+                         default_access_labels=config.default_access_labels)
     return ChangeLogSource(config.path)

@@ -56,6 +56,11 @@ Hidden names, hard links, names and folders (issue 22):
   folder's path with a trailing ``/``): what it holds is unknown, so the
   documents under it must be kept as they are (``sources.unlisted``); only an
   unlistable root fails the listing.
+
+Front matter is read with the chunker's bounded loader (``chunker.metadata.load_yaml``):
+a YAML alias bomb is refused (``front_matter``) before it is built. A file whose front
+matter (or ``<meta>``) has no ``access_labels`` key gets the labels of
+``default_access_labels`` for its path, if a rule matches (``sources.label_defaults``).
 """
 
 from __future__ import annotations
@@ -71,8 +76,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import structlog
-import yaml
 
+from chunker.errors import InvalidFrontMatter
+from chunker.metadata import load_yaml
 from events.model import ContentType, EventMetadata
 from sources.base import (
     SourceDocument,
@@ -86,12 +92,18 @@ from sources.base import (
 from sources.errors import DocumentNotFoundError, SourceDataError, SourceUnavailableError
 from sources.hidden import hidden_component, parse_hidden_allow
 from sources.html_meta import html_metadata
+from sources.label_defaults import (
+    NO_DEFAULTS,
+    RawDefaults,
+    declares_access_labels,
+    parse_label_defaults,
+    with_default_labels,
+)
 from sources.limits import MAX_FILE_BYTES
 
 log = structlog.get_logger(__name__)
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _READ_CHUNK = 1 << 16
 
@@ -199,6 +211,7 @@ class MarkdownFolderSource:
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         hidden_allow: str | Collection[str] = (),
         allow_hard_links: bool = False,
+        default_access_labels: RawDefaults = NO_DEFAULTS,
     ) -> None:
         if max_file_bytes < 1:
             raise ValueError(f"max_file_bytes {max_file_bytes!r} must be at least 1")
@@ -208,6 +221,7 @@ class MarkdownFolderSource:
         self.max_file_bytes = max_file_bytes
         self.hidden_allow = parse_hidden_allow(hidden_allow)
         self.allow_hard_links = allow_hard_links
+        self.default_access_labels = parse_label_defaults(default_access_labels)
 
     @property
     def name(self) -> str:
@@ -390,17 +404,15 @@ class MarkdownFolderSource:
         return text.replace("\r\n", "\n").replace("\r", "\n")  # as open() in text mode
 
     def _front_matter(self, text: str, where: str) -> dict[str, object]:
-        match = _FRONT_MATTER.match(text)
-        if match is None:
-            return {}
-        try:
-            data = yaml.load(match.group(1), Loader=_LOADER)  # noqa: S506 (safe loader)
-        except yaml.YAMLError as exc:
-            raise SourceDataError(f"{where}: front matter is not valid YAML: {exc}") from exc
-        return data if isinstance(data, dict) else {}
+        return front_matter_of(text, where)
 
     def _entry(self, file: FolderFile, text: str) -> SourceEntry:
         """The entry of a file read as ``text``; ``UnreadableFileError`` for bad metadata."""
+        return self._entry_and_front_matter(file, text)[0]
+
+    def _entry_and_front_matter(
+        self, file: FolderFile, text: str
+    ) -> tuple[SourceEntry, dict[str, object]]:
         where = str(file.path)
         bad_id = document_id_problem(document_id_for(file.relative))
         if bad_id is not None:
@@ -419,7 +431,7 @@ class MarkdownFolderSource:
             )
         except SourceDataError as exc:
             raise UnreadableFileError(Unreadable(UnreadableKind.FRONT_MATTER, str(exc))) from exc
-        return SourceEntry(document_id_for(file.relative), version, changed_at)
+        return SourceEntry(document_id_for(file.relative), version, changed_at), meta
 
     def entry_of(self, file: FolderFile) -> SourceEntry | None:
         """The listing's entry for one file: read, or unreadable with the reason; None if gone."""
@@ -497,23 +509,36 @@ class MarkdownFolderSource:
             text = self.read_text(file)
         except FileNotFoundError as exc:
             raise DocumentNotFoundError(document_id) from exc
-        entry = self._entry(file, text)
+        entry, front_matter = self._entry_and_front_matter(file, text)
         html = content_type_for(relative) == "text/html"
+        metadata = (html_metadata(text, str(path), relative) if html
+                    else EventMetadata(source_path=relative))
         return SourceDocument(
             document_id=document_id,
             version=entry.version,
             changed_at=entry.changed_at,
             content=text,
             content_type=content_type_for(relative),
-            metadata=(
-                html_metadata(text, str(path), relative)
-                if html
-                else EventMetadata(source_path=relative)
-            ),
+            metadata=with_default_labels(metadata, self.default_access_labels, relative,
+                                         declares_access_labels(front_matter)),
         )
 
     def close(self) -> None:
         return None
+
+
+def front_matter_of(text: str, where: str) -> dict[str, object]:
+    """The YAML front matter of a Markdown text as a mapping ({} without one, or if it is
+    no mapping); raises ``SourceDataError`` naming ``where`` when it is not valid YAML or
+    too large (the chunker's bounded loader: an alias bomb is refused before it is built)."""
+    match = _FRONT_MATTER.match(text)
+    if match is None:
+        return {}
+    try:
+        data = load_yaml(match.group(1))
+    except InvalidFrontMatter as exc:
+        raise SourceDataError(f"{where}: {exc}") from exc
+    return data if isinstance(data, dict) else {}
 
 
 def _hard_link(path: Path, links: int) -> Unreadable:

@@ -18,7 +18,16 @@ The rules, those of the corpora this project ships:
   document that comes back has a higher version; its change time is the time
   of the last such commit;
 - a rename is a delete of the old id and an upsert of the new one
-  (``--no-renames``).
+  (``--no-renames``);
+- only regular files are documents. A symbolic link in the tree (Git keeps its
+  link text, which would be indexed as the document) or a submodule is listed
+  ``unreadable`` (``not_regular``) and never published; a path whose name is not
+  UTF-8 is listed ``unreadable`` (``name``) under its escaped form, as in the
+  folder source; such a path is never deleted from the index either (the
+  document is kept as it was, like the folder's unreadable files);
+- a document whose front matter has no ``access_labels`` key gets the labels of
+  ``default_access_labels`` for its path below the prefix
+  (``sources.label_defaults``).
 
 A force-push can shrink the count of commits of a document; the index never
 goes back in time, so its version would no longer grow. When the published
@@ -50,10 +59,30 @@ from pathlib import Path
 import structlog
 
 from events.model import Action, ChangeEvent, EventMetadata
-from sources.base import SourceDocument, SourceEntry, document_id_problem
+from sources.base import (
+    SourceDocument,
+    SourceEntry,
+    Unreadable,
+    UnreadableKind,
+    document_id_problem,
+)
 from sources.errors import DocumentNotFoundError, SourceDataError, SourceUnavailableError
-from sources.folder import content_type_for, document_id_for, is_document_name
+from sources.folder import (
+    content_type_for,
+    document_id_for,
+    front_matter_of,
+    is_document_name,
+    is_utf8_name,
+    shown_name,
+)
 from sources.hidden import hidden_component, parse_hidden_allow
+from sources.label_defaults import (
+    NO_DEFAULTS,
+    RawDefaults,
+    declares_access_labels,
+    parse_label_defaults,
+    with_default_labels,
+)
 from transport.publisher import EventPublisher, PublishError
 
 log = structlog.get_logger(__name__)
@@ -63,6 +92,17 @@ VERSIONS_FILE = "policy-indexer-versions.json"
 _LOCK_FILE = "policy-indexer.lock"
 _ZERO_SHA = "0" * 40
 _ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
+_REGULAR_MODES = frozenset({b"100644", b"100755", b"100664"})
+_NOT_REGULAR = {b"120000": "a symbolic link (Git keeps its link text, not a file)",
+                b"160000": "a submodule (a commit of another repository)"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Tree:
+    """The documents at one revision: id -> path, and the refused ones: id -> reason."""
+
+    paths: dict[str, str]
+    refused: dict[str, Unreadable]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +136,7 @@ class GitSource:
         timeout_seconds: float = 60.0,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         hidden_allow: str | Collection[str] = (),
+        default_access_labels: RawDefaults = NO_DEFAULTS,
     ) -> None:
         if not branch or branch.startswith("-") or ".." in branch:
             raise ValueError(f"git branch {branch!r} is not a branch name")
@@ -111,6 +152,7 @@ class GitSource:
         self._offsets_stamp: tuple[int, int] | None = None
         self._lock = threading.Lock()
         self.hidden_allow = parse_hidden_allow(hidden_allow)  # as the folder source (issue 22)
+        self.default_access_labels = parse_label_defaults(default_access_labels)
 
     @property
     def name(self) -> str:
@@ -242,14 +284,46 @@ class GitSource:
 
     def _documents_at(self, revision: str) -> dict[str, str]:
         """Document id -> its path at ``revision`` (the first path in order, if several)."""
-        raw = self._git("ls-tree", "-r", "-z", "--name-only", revision, "--")
+        return self._tree(revision).paths
+
+    def _tree(self, revision: str) -> _Tree:
+        """The regular files that are documents at ``revision``, and the refused ones.
+
+        A symbolic link or a submodule is refused (``not_regular``), a name that is not
+        UTF-8 too (``name``, under its escaped id). The first path of an id in byte
+        order wins, as before.
+        """
+        raw = self._git("ls-tree", "-r", "-z", revision, "--")
+        items: list[tuple[bytes, bytes]] = []
+        for item in raw.split(b"\0"):
+            meta, tab, name = item.partition(b"\t")
+            if tab:
+                items.append((name, meta.split(b" ", 1)[0]))
         paths: dict[str, str] = {}
-        for item in sorted(raw.split(b"\0")):
-            path = item.decode("utf-8", "surrogateescape")
-            document_id = self._document_id(path) if path else None
-            if document_id is not None:
-                paths.setdefault(document_id, path)
-        return paths
+        refused: dict[str, Unreadable] = {}
+        for name, mode in sorted(items):
+            path = name.decode("utf-8", "surrogateescape")
+            document_id = self._document_id(path)
+            if document_id is None:
+                continue
+            if not is_utf8_name(path):
+                shown = shown_name(path)
+                shown_id = self._document_id(shown) or shown
+                refused.setdefault(shown_id, Unreadable(
+                    UnreadableKind.NAME, f"{shown} at {revision[:12]}: name not UTF-8 (shown "
+                    "escaped): not read; rename the file"))
+                continue
+            if mode not in _REGULAR_MODES:
+                kind = _NOT_REGULAR.get(mode, f"mode {mode.decode('ascii', 'replace')}")
+                if document_id not in paths:
+                    refused.setdefault(document_id, Unreadable(
+                        UnreadableKind.NOT_REGULAR,
+                        f"{path} at {revision[:12]}: not a regular file ({kind}): not read"))
+                continue
+            if document_id not in paths:
+                paths[document_id] = path
+                refused.pop(document_id, None)
+        return _Tree(paths, refused)
 
     def _read(self, revision: str, path: str) -> str:
         raw = self._git("cat-file", "blob", f"{revision}:{path}")
@@ -272,23 +346,51 @@ class GitSource:
         with self._lock, _FileLock(self.mirror / _LOCK_FILE):
             head = self.fetch()
         versions, last = self._versions(head)
+        tree = self._tree(head)
         entries = [SourceEntry(d, versions[d], last[d]) if problem is None
                    else SourceEntry(d, 0, last[d], unreadable=problem)
-                   for d in self._documents_at(head)
+                   for d in tree.paths
                    if d in versions for problem in [document_id_problem(d)]]
+        at = self._clock()
+        for document_id, reason in tree.refused.items():
+            log.warning("document file unreadable", document_id=document_id,
+                        reason=reason.kind.value, detail=reason.detail)
+            entries.append(SourceEntry(document_id, 0, last.get(document_id, at),
+                                       unreadable=reason))
         return iter(entries)
 
     def get_document(self, document_id: str) -> SourceDocument:
+        """Raises ``DocumentNotFoundError``, or ``SourceDataError`` naming why a path the
+        branch holds is no document (a symbolic link, a name not UTF-8)."""
         head = self._head_or_fetch()
-        path = self._documents_at(head).get(document_id)
+        tree = self._tree(head)
+        path = tree.paths.get(document_id)
         if path is None:
+            if document_id in tree.refused:
+                raise SourceDataError(str(tree.refused[document_id]))
             raise DocumentNotFoundError(document_id)
         versions, last = self._versions(head)
+        content = self._read(head, path)
         return SourceDocument(
             document_id=document_id, version=versions[document_id],
-            changed_at=last[document_id], content=self._read(head, path),
-            content_type=content_type_for(path), metadata=EventMetadata(source_path=path),
+            changed_at=last[document_id], content=content,
+            content_type=content_type_for(path), metadata=self._metadata(path, content),
         )
+
+    def _metadata(self, path: str, content: str) -> EventMetadata:
+        """The event's metadata: the path, and the default labels when the front matter
+        sets no ``access_labels`` (a front matter the loader refuses: none added, the
+        chunker refuses the document anyway)."""
+        metadata = EventMetadata(source_path=path)
+        if not self.default_access_labels:
+            return metadata
+        try:
+            front_matter = front_matter_of(content, path) if path.endswith(".md") else {}
+        except SourceDataError:
+            return metadata
+        return with_default_labels(metadata, self.default_access_labels,
+                                   path[len(self.prefix):],
+                                   declares_access_labels(front_matter))
 
     def close(self) -> None:
         self._history = {}
@@ -303,7 +405,8 @@ class GitSource:
         since = self.published_head()
         if since is not None and not self.has_commit(since):
             since = None
-        at_head = self._documents_at(head)
+        tree = self._tree(head)
+        at_head = tree.paths
         if since is None:
             upserts = [self._upsert(head, d, p) for d, p in at_head.items()
                        if self._publishable(d)]
@@ -314,12 +417,20 @@ class GitSource:
         forced = not self._is_ancestor(since, head)
         if forced:
             self._keep_versions_growing(since, head, changed)
+        for document_id in sorted(changed & set(tree.refused)):
+            reason = tree.refused[document_id]
+            log.warning("file skipped: not a readable document", document_id=document_id,
+                        reason=reason.kind.value, detail=reason.detail)
         events = [self._upsert(head, d, at_head[d]) if d in at_head else self._delete(head, d)
-                  for d in sorted(changed) if self._publishable(d)]
+                  for d in sorted(changed - set(tree.refused)) if self._publishable(d)]
         return PendingChanges(since, head, events, forced)
 
     def _publishable(self, document_id: str) -> bool:
         """False (logged) for an id the change event refuses: listed unreadable, never sent."""
+        if not is_utf8_name(document_id):  # a name not UTF-8 (escaped in the listing)
+            log.warning("file skipped: not a readable document", document_id=shown_name(
+                document_id), reason=UnreadableKind.NAME.value, detail="name not UTF-8")
+            return False
         problem = document_id_problem(document_id)
         if problem is not None:
             log.warning("file skipped: not a readable document", document_id=document_id,
@@ -357,12 +468,13 @@ class GitSource:
     def _upsert(self, head: str, document_id: str, path: str) -> ChangeEvent:
         versions, last = self._versions(head)
         now = self._clock()
+        content = self._read(head, path)
         return ChangeEvent(
             event_id=f"git-{head[:12]}-{uuid.uuid4().hex[:12]}", document_id=document_id,
             action=Action.UPSERT, version=versions[document_id],
             changed_at=last[document_id], received_at=now,
-            content_type=content_type_for(path), content=self._read(head, path),
-            metadata=EventMetadata(source_path=path), source=self.name,
+            content_type=content_type_for(path), content=content,
+            metadata=self._metadata(path, content), source=self.name,
         )
 
     def _delete(self, head: str, document_id: str) -> ChangeEvent:

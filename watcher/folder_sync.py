@@ -78,6 +78,7 @@ from sources.folder import (
     document_id_for,
     shown_name,
 )
+from sources.label_defaults import NO_DEFAULTS, LabelDefaults
 from sources.unlisted import covering
 from store.errors import StoreError
 from store.model import DocumentState
@@ -114,6 +115,7 @@ class FolderSync:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     hidden_allow: Collection[str] = ()
     allow_hard_links: bool = False
+    default_access_labels: LabelDefaults = NO_DEFAULTS
     _known: dict[str, Published] | None = field(default=None, init=False)
     _indexed_at_start: dict[str, DocumentState] = field(default_factory=dict, init=False)
     _bad: dict[str, tuple[int, int]] = field(default_factory=dict, init=False)
@@ -125,7 +127,8 @@ class FolderSync:
     def __post_init__(self) -> None:
         self.source = MarkdownFolderSource(self.root, max_file_bytes=self.max_file_bytes,
                                            hidden_allow=self.hidden_allow,
-                                           allow_hard_links=self.allow_hard_links)
+                                           allow_hard_links=self.allow_hard_links,
+                                           default_access_labels=self.default_access_labels)
 
     def sync(self, touched: Collection[str] = ()) -> SyncReport:
         """Publish every difference between the folder and what was published.

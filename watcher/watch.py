@@ -50,6 +50,7 @@ from watchfiles._rust_notify import RustNotify, WatchfilesRustInternalError
 from sources.errors import SourceError, SourceUnavailableError
 from sources.folder import DEFAULT_MAX_FILE_BYTES, is_document_name
 from sources.hidden import hidden_component, parse_hidden_allow
+from sources.label_defaults import NO_DEFAULTS, RawDefaults, parse_label_defaults
 from store.errors import StoreError
 from transport.publisher import EventPublisher
 from watcher.folder_sync import FolderSync, IndexStates, SyncReport
@@ -313,6 +314,7 @@ def start_watcher_thread(
     restart_max_s: float = 60.0,
     hidden_allow: str | Collection[str] = (),
     allow_hard_links: bool = False,
+    default_access_labels: RawDefaults = NO_DEFAULTS,
 ) -> WatcherThread:
     """Watch ``folder`` in a thread, publishing to ``publisher``; returns the running thread.
 
@@ -320,8 +322,8 @@ def start_watcher_thread(
     the usual place). ``index``: the store the events end up in (its states
     are a version floor and the start-up comparison). ``max_file_bytes``: larger
     files are reported as unreadable. ``restart_*``: the backoff of a watcher
-    that failed (see the module docstring). ``hidden_allow``, ``allow_hard_links``:
-    see ``sources.folder.MarkdownFolderSource``. Raises
+    that failed (see the module docstring). ``hidden_allow``, ``allow_hard_links``,
+    ``default_access_labels``: see ``sources.folder.MarkdownFolderSource``. Raises
     ``SourceUnavailableError`` when the folder or the state file cannot be opened.
     """
     root = Path(folder)
@@ -330,7 +332,8 @@ def start_watcher_thread(
     state = WatchState(state_path)
     sync = FolderSync(root, publisher, state, index=index, max_file_bytes=max_file_bytes,
                       hidden_allow=parse_hidden_allow(hidden_allow),
-                      allow_hard_links=allow_hard_links)
+                      allow_hard_links=allow_hard_links,
+                      default_access_labels=parse_label_defaults(default_access_labels))
     watcher = FolderWatcher(sync, debounce_ms=debounce_ms, rescan_seconds=rescan_seconds)
     return WatcherThread(watcher, state, restart_initial_s=restart_initial_s,
                          restart_max_s=restart_max_s).start()

@@ -193,6 +193,7 @@ def start_folder_watcher(settings: Settings, backends: EmbeddedBackends) -> Watc
         restart_max_s=settings.watch_restart_max_seconds,
         hidden_allow=settings.folder_hidden_allow,
         allow_hard_links=settings.folder_allow_hard_links,
+        default_access_labels=settings.source_default_access_labels,
     )
 
 

@@ -30,6 +30,7 @@ def source_config(settings: Settings) -> SourceConfig:
         max_file_bytes=settings.folder_max_file_bytes,
         hidden_allow=settings.folder_hidden_allow,
         allow_hard_links=settings.folder_allow_hard_links,
+        default_access_labels=settings.source_default_access_labels,
         timeout_seconds=(settings.git_timeout_seconds if settings.source_kind == "git"
                          else settings.source_timeout_seconds),
         git_branch=settings.git_branch,

@@ -263,7 +263,7 @@ class FolderSync:
         except SourceDataError as exc:
             return self._skip(file, str(exc), report)
         self._bad.pop(file.relative, None)
-        digest = hashlib.sha256(f"{document.content_type}\0{document.content}".encode()).hexdigest()
+        digest = self._digest(file.relative, document.content_type, document.content)
         seen = Published(document_id, document.version, False, digest,
                          file.relative, file.size, file.mtime_ns)
         if published is not None and not published.deleted and (
@@ -293,6 +293,17 @@ class FolderSync:
         self._record(dataclasses.replace(seen, version=version))
         report.upserts += 1
         return True
+
+    def _digest(self, relative: str, content_type: str, content: str) -> str:
+        """What the watcher remembers of a published file: its content and, when a rule of
+        ``default_access_labels`` covers its path, that rule's labels, so a file whose
+        default changed is sent again at the next start (no rule: the content alone, as
+        before the setting existed)."""
+        text = f"{content_type}\0{content}"
+        labels = self.source.default_access_labels.labels_for(relative)
+        if labels is not None:
+            text += "\0default access_labels: " + ",".join(labels)
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def _again_or_next(self, document_id: str, lacking: Published | None, digest: str | None,
                        wanted: int) -> int:

@@ -63,12 +63,13 @@ def _call(what: str, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 class ElasticsearchEmbeddingCache:
     """Implements ``embeddings.cache.EmbeddingCache`` in the index ``<prefix>-embeddings``."""
 
-    def __init__(self, client: Elasticsearch, prefix: str) -> None:
+    def __init__(self, client: Elasticsearch, prefix: str, *, replicas: int = 0) -> None:
         if not prefix or prefix != prefix.lower() or prefix.startswith(("-", "_")):
             raise EmbeddingCacheError(
                 f"prefix must be a lower-case index name prefix, got {prefix!r}")
         self.client = client
         self.index = f"{prefix}-embeddings"
+        self.replicas = replicas  # index_replicas, as every index of the project
 
     @classmethod
     def connect(
@@ -84,7 +85,8 @@ class ElasticsearchEmbeddingCache:
             return
         try:
             _call(f"create index {self.index!r}", self.client.indices.create, index=self.index,
-                  mappings=MAPPINGS, settings={"number_of_shards": 1, "number_of_replicas": 0})
+                  mappings=MAPPINGS,
+                  settings={"number_of_shards": 1, "number_of_replicas": self.replicas})
         except EmbeddingCacheError as exc:
             if "resource_already_exists_exception" not in str(exc):
                 raise

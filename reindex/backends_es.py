@@ -4,6 +4,11 @@
 ``<prefix>-reindex-lease``: one document per job (id = job name), changed with
 ``op_type=create`` (first taker) or ``if_seq_no`` + ``if_primary_term`` (the
 minimal distribution has no scripts; optimistic concurrency needs none).
+
+Both have one shard and ``replicas`` replicas: ``index_replicas``, the setting
+every index of the project takes, so losing a node of a cluster leaves them
+searchable. An existing index whose replica count differs is changed to it
+(``number_of_replicas`` is a dynamic setting).
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ from reindex.runs import RunRecord
 from store.errors import StoreError
 from store.es_requests import translate as es_call
 
-_SETTINGS = {"number_of_shards": 1, "number_of_replicas": 0}
 RUN_PROPERTIES: dict[str, Any] = {
     "run_id": {"type": "keyword"},
     "job": {"type": "keyword"},
@@ -42,15 +46,18 @@ LEASE_PROPERTIES: dict[str, Any] = {
 }
 
 
-def _create_index(client: Elasticsearch, index: str, properties: dict[str, Any]) -> None:
+def _create_index(
+    client: Elasticsearch, index: str, properties: dict[str, Any], replicas: int
+) -> None:
     if es_call(f"check index {index!r}", client.indices.exists, index=index):
+        _keep_replicas(client, index, replicas)
         return
     try:
         es_call(
             f"create index {index!r}",
             client.indices.create,
             index=index,
-            settings=_SETTINGS,
+            settings={"number_of_shards": 1, "number_of_replicas": replicas},
             mappings={"dynamic": False, "properties": properties},
         )
     except StoreError as exc:
@@ -61,17 +68,29 @@ def _create_index(client: Elasticsearch, index: str, properties: dict[str, Any])
             wait_for_status="yellow", timeout="30s")
 
 
+def _keep_replicas(client: Elasticsearch, index: str, replicas: int) -> None:
+    """An index made before ``index_replicas`` changed gets the configured replica count."""
+    got = es_call(f"read the settings of {index!r}", client.indices.get_settings, index=index,
+                  name="index.number_of_replicas")
+    current = [int(v["settings"]["index"]["number_of_replicas"]) for v in got.body.values()]
+    if current and all(n == replicas for n in current):
+        return
+    es_call(f"set {index!r} to {replicas} replicas", client.indices.put_settings, index=index,
+            settings={"index": {"number_of_replicas": replicas}})
+
+
 def _dt(value: object) -> datetime | None:
     return datetime.fromisoformat(value) if isinstance(value, str) else None
 
 
 class ElasticsearchRunLog:
-    def __init__(self, client: Elasticsearch, prefix: str) -> None:
+    def __init__(self, client: Elasticsearch, prefix: str, *, replicas: int = 0) -> None:
         self.client = client
         self.index = f"{prefix}-reindex-runs"
+        self.replicas = replicas
 
     def ensure_ready(self) -> None:
-        _create_index(self.client, self.index, RUN_PROPERTIES)
+        _create_index(self.client, self.index, RUN_PROPERTIES, self.replicas)
 
     def save(self, record: RunRecord) -> None:
         body = {
@@ -112,13 +131,14 @@ def _run_from(src: dict[str, Any]) -> RunRecord:
 
 
 class ElasticsearchLeaseBackend:
-    def __init__(self, client: Elasticsearch, prefix: str) -> None:
+    def __init__(self, client: Elasticsearch, prefix: str, *, replicas: int = 0) -> None:
         self.client = client
         self.index = f"{prefix}-reindex-lease"
+        self.replicas = replicas
 
     def ensure_ready(self) -> None:
         try:
-            _create_index(self.client, self.index, LEASE_PROPERTIES)
+            _create_index(self.client, self.index, LEASE_PROPERTIES, self.replicas)
         except StoreError as exc:
             raise LeaseError(f"cannot create the lease index {self.index!r}: {exc}") from exc
 

@@ -373,8 +373,9 @@ class KafkaBackends:
         )
 
         prefix = self.settings.index_prefix
-        run_log = ElasticsearchRunLog(self.es.client, prefix)
-        lease = ElasticsearchLeaseBackend(self.es.client, prefix)
+        replicas = self.settings.index_replicas
+        run_log = ElasticsearchRunLog(self.es.client, prefix, replicas=replicas)
+        lease = ElasticsearchLeaseBackend(self.es.client, prefix, replicas=replicas)
         run_log.ensure_ready()
         lease.ensure_ready()
         return JobBackends(run_log, lease, lambda: None)
@@ -417,7 +418,8 @@ class KafkaBackends:
         from embeddings.cache_elasticsearch import ElasticsearchEmbeddingCache  # noqa: PLC0415
         from store.es_requests import translate  # noqa: PLC0415
 
-        cache = ElasticsearchEmbeddingCache(self.es.client, self.settings.index_prefix)
+        cache = ElasticsearchEmbeddingCache(self.es.client, self.settings.index_prefix,
+                                            replicas=self.settings.index_replicas)
         # Asked through the store's translation first, so that refused credentials or an
         # unverified certificate are its one line (StoreAccessError), which every command
         # prints, not an embedding-cache error that calls them "unreachable".

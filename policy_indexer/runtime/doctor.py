@@ -126,6 +126,8 @@ def _elasticsearch_checks(
     if settings.index_replicas >= count:
         yield Check("elasticsearch", "fail", f"index_replicas {settings.index_replicas} "
                     f"needs more than {count} node(s): new indices would stay yellow")
+    if count > 1:
+        yield from _replica_checks(settings, store, count)
     names = store.names
     for alias in (names.chunks, names.states):
         has_template = bool(translate(f"check template {alias!r}",
@@ -139,6 +141,50 @@ def _elasticsearch_checks(
                                                 ("alias", has_alias)) if not there]
             yield Check("index", "fail", f"{' and '.join(missing)} {alias!r} missing: "
                         "`policy-indexer run` (or `reindex`) creates them")
+
+
+def project_indices(settings: Settings) -> list[str]:
+    """Index patterns of every index the project makes under its prefix (no other prefix's)."""
+    prefix = settings.index_prefix
+    return [f"{prefix}-chunks-*", f"{prefix}-document-states-*", f"{prefix}-reindex-runs",
+            f"{prefix}-reindex-lease", f"{prefix}-embeddings"]
+
+
+def _replica_checks(settings: Settings, store: ElasticsearchStore, count: int) -> Iterator[Check]:
+    """On a cluster of several nodes, an index with no replica is lost with one node."""
+    if settings.index_replicas == 0:
+        yield Check("replicas", "fail", f"index_replicas 0 on a {count}-node cluster: new "
+                    "indices, the run log and the lease have no copy on another node; set "
+                    "POLICY_INDEXER_INDEX_REPLICAS=1")
+    got = translate("read the indices' replica counts", store.client.indices.get_settings,
+                    index=project_indices(settings), name="index.number_of_replicas",
+                    ignore_unavailable=True, allow_no_indices=True)
+    yield from replica_report(dict(got.body), count)
+
+
+def replica_report(index_settings: dict[str, object], count: int) -> Iterator[Check]:
+    """One FAIL per index with 0 replicas, from ``GET <indices>/_settings`` of a cluster of
+    ``count`` nodes; one ok line when every index has a copy on another node."""
+    if count < 2:
+        return
+    zero: list[str] = []
+    for index, body in sorted(index_settings.items()):
+        replicas = _dig(body, "settings", "index", "number_of_replicas")
+        if replicas is not None and str(replicas) == "0":
+            zero.append(index)
+    for index in zero:
+        yield Check("replicas", "fail", f"index {index!r} has 0 replicas on a {count}-node "
+                    "cluster: losing the node that holds it makes it red; "
+                    f"PUT {index}/_settings {{\"index\": {{\"number_of_replicas\": 1}}}}")
+    if not zero:
+        yield Check("replicas", "ok", f"{len(index_settings)} index(es), each with a replica "
+                    f"on another of the {count} nodes")
+
+
+def _dig(value: object, *keys: str) -> object:
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
 
 
 def embedded(settings: Settings) -> Iterator[Check]:

@@ -13,6 +13,11 @@ decides how to back off.
 
 from __future__ import annotations
 
+# Poison reasons that are the document's content, not a bug nor another owner: the
+# version waits for an edit at the source (a rerun cannot fix it). The reconcile records
+# them as refused; status and the monitors show the document ``refused``, not lagging.
+CONTENT_REASONS = frozenset({"chunker", "limits", "schema"})
+
 
 class IndexingError(Exception):
     """Base of the indexing core's own errors."""

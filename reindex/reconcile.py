@@ -39,7 +39,7 @@ import structlog
 
 from events.model import Action, ChangeEvent
 from indexing.core import Indexer
-from indexing.errors import PoisonEvent
+from indexing.errors import CONTENT_REASONS, PoisonEvent
 from indexing.repair import remove_leftovers, rewrite
 from reindex.errors import ListingFailedError, RunInterrupted
 from reindex.index_view import read_index
@@ -55,9 +55,6 @@ from store.errors import RejectedDocumentError, StoreError
 log = structlog.get_logger(__name__)
 
 _SAMPLES = 20
-# Poison reasons that are the document's content (fixed at the source, not by a rerun):
-# recorded as refused; the run is not failed for them.
-CONTENT_REASONS = frozenset({"chunker", "limits", "schema"})
 # A document that cannot be applied: recorded, the run goes on and ends failed.
 _DOCUMENT_ERRORS = (PoisonEvent, RejectedDocumentError, SourceDataError, pydantic.ValidationError)
 

@@ -15,18 +15,25 @@ unique on).
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
+
+import structlog
 
 from consumers.dead_letter import DeadLetter
+from indexing.errors import CONTENT_REASONS
 from policy_indexer.runtime.backends import EmbeddedBackends
 from policy_indexer.runtime.connections import kafka_connection
 from policy_indexer.settings import Settings
 from transport.local_queue import dead_letter_fingerprint
 
 READ_TIMEOUT_S = 20.0
+
+log = structlog.get_logger(__name__)
 
 
 class DeadLetterError(Exception):
@@ -61,6 +68,59 @@ class DeadLetterView:
 
 def _document(key: bytes | None) -> str | None:
     return None if key is None else key.decode("utf-8", "replace")
+
+
+class _Letter(Protocol):
+    @property
+    def reason(self) -> str: ...
+    @property
+    def error(self) -> str: ...
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+
+
+def refusals(letters: Iterable[_Letter]) -> dict[tuple[str, int], str]:
+    """(document id, version) to ``reason: error`` for each version refused for its content."""
+    found: dict[tuple[str, int], str] = {}
+    for letter in letters:
+        if letter.reason not in CONTENT_REASONS or letter.key is None or letter.value is None:
+            continue
+        try:
+            version = json.loads(letter.value).get("version")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(version, int) and not isinstance(version, bool):
+            document_id = letter.key.decode("utf-8", "replace")
+            found[(document_id, version)] = f"{letter.reason}: {letter.error}"[:400]
+    return found
+
+
+def content_refusals(settings: Settings) -> dict[tuple[str, int], str]:
+    """The versions the mode's worker refused for their content (``refusals``), from its
+    dead letters: the local queue's table, or the whole dead-letter topic (Kafka).
+    Raises ``DeadLetterError`` when they cannot be read."""
+    return refusals(list_dead_letters(settings))
+
+
+class RefusalReader:
+    """``content_refusals`` for a process that asks every cycle (the standalone monitor).
+
+    A read that fails keeps the last answer (logged): a Kafka blip must not turn every
+    refused document back into a growing lag, nor fail the monitor's cycle."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._last: set[tuple[str, int]] = set()
+
+    def __call__(self) -> set[tuple[str, int]]:
+        try:
+            self._last = set(content_refusals(self.settings))
+        except DeadLetterError as exc:
+            log.warning("dead letters unreadable: refused versions as last read",
+                        error=str(exc)[:200], known=len(self._last))
+        return self._last
 
 
 def list_dead_letters(settings: Settings) -> list[DeadLetterView]:

@@ -38,6 +38,7 @@ from metrics.definitions import ReindexMetrics, WorkerMetrics
 from policy_indexer import __version__
 from policy_indexer.runtime import faults
 from policy_indexer.runtime.backends import EmbeddedBackends, index_path, queue_path
+from policy_indexer.runtime.dead_letters import refusals
 from policy_indexer.runtime.first_indexing import FirstIndexing
 from policy_indexer.runtime.http import Health, MetricsServer, process_registry, worker_health
 from policy_indexer.runtime.jobs import (
@@ -57,7 +58,6 @@ from policy_indexer.runtime.parts import (
 from policy_indexer.runtime.search import backfill_part, search_app, search_service
 from policy_indexer.runtime.servers import UvicornThread
 from policy_indexer.runtime.sources import git_poller_part, open_configured_source
-from policy_indexer.runtime.status import refusals
 from policy_indexer.runtime.webhook import webhook_app, webhook_enabled, webhook_routes
 from policy_indexer.settings import Settings
 from reindex.errors import LeaseError

@@ -15,6 +15,7 @@ import structlog
 from metrics.freshness import FreshnessSnapshot
 from metrics.monitor import FreshnessMonitor
 from policy_indexer.runtime.backends import open_store
+from policy_indexer.runtime.dead_letters import RefusalReader
 from policy_indexer.runtime.http import MetricsServer, process_registry
 from policy_indexer.runtime.jobs import freshness_monitor, register_freshness
 from policy_indexer.runtime.parts import Supervisor, ThreadPart
@@ -34,7 +35,9 @@ def _monitor(settings: Settings) -> tuple[FreshnessMonitor, Supervisor]:
     parts = Supervisor()
     parts.add_stop("index", store.close)
     parts.add_stop("source", source.close)
-    return freshness_monitor(settings, source, store), parts
+    # A version the worker refused for its content waits for an edit, not the worker:
+    # not a lag (as the embedded `run`'s monitor, which reads its queue's table).
+    return freshness_monitor(settings, source, store, RefusalReader(settings)), parts
 
 
 def monitor_once(settings: Settings) -> FreshnessSnapshot:

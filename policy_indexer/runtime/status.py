@@ -7,25 +7,37 @@ source, versions in the source and lag are unknown (``None``) and said so.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+
+import structlog
 
 from policy_indexer.runtime.backends import (
     EmbeddedBackends,
     KafkaBackends,
     index_path,
 )
+from policy_indexer.runtime.dead_letters import DeadLetterError, content_refusals, refusals
 from policy_indexer.runtime.sources import SourceNotConfiguredError, open_configured_source
 from policy_indexer.settings import Settings
 from policy_indexer.status_report import StatusReport, document_statuses
 from sources.base import SourceEntry
 from sources.errors import SourceError
-from transport.local_queue import StoredDeadLetter
 
-# Dead-letter reasons that say the version's content cannot be indexed (not a bug, not
-# another owner): the document waits for an edit at the source.
-CONTENT_REASONS = frozenset({"chunker", "limits", "schema"})
+log = structlog.get_logger(__name__)
+
+
+def _refused(settings: Settings, backends: EmbeddedBackends | KafkaBackends
+             ) -> dict[tuple[str, int], str] | None:
+    """The refused versions (``dead_letters.refusals``); None when the dead-letter topic
+    cannot be read (said on stderr's log; those documents then show as missing)."""
+    if isinstance(backends, EmbeddedBackends):
+        return refusals(backends.queue.dead_letters(backends.topic))
+    try:
+        return content_refusals(settings)
+    except DeadLetterError as exc:
+        log.warning("dead-letter topic unreadable: refused documents show as missing",
+                    error=str(exc)[:200])
+        return None
 
 
 class StatusUnavailable(Exception):
@@ -65,8 +77,7 @@ def build_report(settings: Settings) -> StatusReport:
     try:
         store = backends.store
         store.refresh()
-        refused = (refusals(backends.queue.dead_letters(backends.topic))
-                   if isinstance(backends, EmbeddedBackends) else None)
+        refused = _refused(settings, backends)
         docs, leftovers = document_statuses(
             listing, store.iter_states(), store.iter_chunks(), now=now, grace=grace,
             source_name=source_name, refused=refused,
@@ -79,19 +90,3 @@ def build_report(settings: Settings) -> StatusReport:
     finally:
         backends.close()
     return report
-
-
-def refusals(letters: Iterable[StoredDeadLetter]) -> dict[tuple[str, int], str]:
-    """(document id, version) to ``reason: error`` for each version refused for its content."""
-    found: dict[tuple[str, int], str] = {}
-    for letter in letters:
-        if letter.reason not in CONTENT_REASONS or letter.key is None or letter.value is None:
-            continue
-        try:
-            version = json.loads(letter.value).get("version")
-        except (ValueError, AttributeError):
-            continue
-        if isinstance(version, int) and not isinstance(version, bool):
-            document_id = letter.key.decode("utf-8", "replace")
-            found[(document_id, version)] = f"{letter.reason}: {letter.error}"[:400]
-    return found

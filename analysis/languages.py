@@ -1,14 +1,21 @@
 """Which language a text is in: declared, from its path, or detected.
 
 Detection uses ``py3langid`` (a small naive-Bayes model shipped inside the wheel,
-no download), loaded on first use so importing this module stays cheap.
+no download), loaded on first use so importing this module stays cheap. It reads
+only the first ``DETECT_CHARS`` characters, and remembers its answer by a hash of
+them (``DETECT_CACHE_SIZE`` answers): the versions of a document mostly share their
+opening, so a replay of a document's history classifies it about once, not once a
+version.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from functools import cache
 from typing import Any
+
+from analysis.cache import CacheInfo, ContentCache, content_key
 
 # ISO 639-1 codes that Snowball (PyStemmer) stems; unknown languages are not stemmed.
 SNOWBALL: dict[str, str] = {
@@ -27,6 +34,10 @@ _TAG = re.compile(r"^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*$")
 MIN_DETECT_LETTERS = 20
 # Enough text for a sure guess (a paragraph or two); more only costs time (~0.5 ms a 1,500).
 DETECT_CHARS = 1500
+# Answers remembered, by the hash of the text read (about 60 bytes each).
+DETECT_CACHE_SIZE = 8192
+_DETECTED: ContentCache[tuple[str | None, float]] = ContentCache(
+    DETECT_CACHE_SIZE, DETECT_CACHE_SIZE)
 
 
 class LanguageError(ValueError):
@@ -57,20 +68,60 @@ def from_path(path: str | None) -> str | None:
 
 
 def detect(text: str) -> tuple[str | None, float]:
-    """(language, probability) of ``text``, or (None, 0.0) when there is too little text."""
+    """(language, probability) of ``text``, or (None, 0.0) when there is too little text.
+
+    Only the first ``DETECT_CHARS`` characters are read; the answer for a sample
+    already classified comes from the cache (same sample, same answer).
+    """
     sample = text[:DETECT_CHARS]
+    key = content_key(sample)
+    found = _DETECTED.get(key)
+    if found is not None:
+        return found
     if sum(ch.isalpha() for ch in sample) < MIN_DETECT_LETTERS:
-        return None, 0.0
-    code, prob = _identifier().classify(sample)
-    return str(code), float(prob)
+        answer: tuple[str | None, float] = (None, 0.0)
+    else:
+        code, prob = _identifier().classify(sample)
+        answer = (str(code), float(prob))
+    _DETECTED.put(key, answer)
+    return answer
+
+
+def detect_cache_info() -> CacheInfo:
+    """Hits, misses and answers held by ``detect``'s cache (tests, profiles)."""
+    return _DETECTED.info()
+
+
+def detect_cache_clear() -> None:
+    _DETECTED.clear()
+
+
+def load_detector_in_background() -> threading.Thread:
+    """Start loading the detector's model in a thread, and return that thread.
+
+    Loading takes ~1 s, most of it LZMA decompression, which releases the GIL: a
+    process that will detect (a replay, a worker) starts it first and does its
+    other start-up work meanwhile. ``detect`` waits for a load under way.
+    """
+    thread = threading.Thread(target=_identifier, name="language model", daemon=True)
+    thread.start()
+    return thread
+
+
+_LOADING = threading.Lock()
 
 
 @cache
-def _identifier() -> Any:
-    # imported here: loading the model takes ~0.7 s, paid only by a process that detects
+def _loaded() -> Any:
+    # imported here: loading the model takes ~1 s, paid only by a process that detects
     from py3langid.langid import MODEL_FILE, LanguageIdentifier  # noqa: PLC0415
 
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+
+def _identifier() -> Any:
+    with _LOADING:  # one load, however many threads ask at once
+        return _loaded()
 
 
 @cache

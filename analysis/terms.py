@@ -39,6 +39,8 @@ _ELISION = {
     lang: re.compile(rf"\b(?:{words})['\u2019](?=\w)") for lang, words in _ELIDED.items()
 }
 MAX_TERM_CHARS = 64  # a longer run is a hash, a URL or garbage: not a searchable word
+# Distinct tokens remembered a language (a few MB): a library's vocabulary is far smaller.
+MAX_MEMO_TOKENS = 200_000
 
 
 def analyse(text: str, language: str | None) -> list[str]:
@@ -48,18 +50,34 @@ def analyse(text: str, language: str | None) -> list[str]:
     elision = _ELISION.get(lang or "")
     if elision is not None:
         lowered = elision.sub("", lowered)
-    stop = stop_words(lang)
-    stem = _stemmer(lang)
-    fold = lang not in _NO_FOLD
+    known = _term_memo(lang)
+    if len(known) > MAX_MEMO_TOKENS:
+        known.clear()
     terms: list[str] = []
     for token in _WORD.findall(lowered):
-        if token in stop or len(token) > MAX_TERM_CHARS or not token.strip("_"):
-            continue
-        term = token if stem is None or _has_digit(token) else stem(token)
-        if fold:
-            term = fold_diacritics(term)
-        terms.append(term)
+        if token in known:
+            term = known[token]
+        else:
+            term = known[token] = _term(token, lang)
+        if term is not None:
+            terms.append(term)
     return terms
+
+
+def _term(token: str, lang: str | None) -> str | None:
+    """The term of one lowercased token in ``lang``; None when it is no term."""
+    if token in stop_words(lang) or len(token) > MAX_TERM_CHARS or not token.strip("_"):
+        return None
+    stem = _stemmer(lang)
+    term = token if stem is None or _has_digit(token) else stem(token)
+    return fold_diacritics(term) if lang not in _NO_FOLD else term
+
+
+@cache
+def _term_memo(language: str | None) -> dict[str, str | None]:
+    """Token -> term (None: no term) of a language: a text's words repeat, so each
+    distinct token is stopped, stemmed and folded once (cleared past ``MAX_MEMO_TOKENS``)."""
+    return {}
 
 
 def query_terms(text: str, languages: Iterable[str | None]) -> list[str]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 from tqdm import tqdm
 
+from analysis.languages import load_detector_in_background
 from events.changelog import ChangeLogError, count_lines, read_changelog
 from events.model import ChangeEvent
 from metrics.definitions import WorkerMetrics
@@ -35,6 +36,9 @@ from policy_indexer.settings import Settings
 from transport.local_queue import ConsumerBusy
 
 BATCH = 500
+# Changes the replay's worker takes a poll (see ``_try_worker``); measured on 1,234
+# mozilla changes: 200 (the live default) 14.0 s, 500 10.9 s, 1,000 10.2 s, 2,000 10.8 s.
+WORKER_BATCH = 1000
 
 
 class ReplayStopped(Exception):
@@ -64,6 +68,9 @@ def replay_embedded(
     A bad line stops the queueing; what was queued before it is still indexed,
     then ``ChangeLogError`` is raised (with ``queued`` added to its message).
     """
+    # The detector's model loads beside the queueing (most of it releases the GIL), not
+    # in the worker's first document that declares no language.
+    load_detector_in_background()
     events: Iterable[ChangeEvent] = read_changelog(changelog)
     if limit is not None:
         events = itertools.islice(events, limit)
@@ -108,10 +115,17 @@ def replay_embedded(
 def _try_worker(
     embedded: EmbeddedBackends, checkpoint: Callable[[str], None]
 ) -> ThreadPart | None:
-    """A worker thread on the queue, or None while another process consumes it."""
+    """A worker thread on the queue, or None while another process consumes it.
+
+    It takes up to ``WORKER_BATCH`` changes a poll (more than a live worker's
+    ``commit_every_records``): the whole log is queued before it starts, and a
+    batch writes only the newest version of each of its documents, so the
+    versions a later change of the same batch replaces are never written and
+    deleted again. Same index at the end, less work on the way.
+    """
     try:
         return embedded.start_worker(WorkerMetrics.create(CollectorRegistry()),
-                                     checkpoint=checkpoint)
+                                     checkpoint=checkpoint, batch=WORKER_BATCH)
     except ConsumerBusy:
         return None
 

@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any
 
 from analysis.cache import CacheInfo, ContentCache, content_key
+from analysis.langid_model import load_identifier
 
 # ISO 639-1 codes that Snowball (PyStemmer) stems; unknown languages are not stemmed.
 SNOWBALL: dict[str, str] = {
@@ -99,9 +100,10 @@ def detect_cache_clear() -> None:
 def load_detector_in_background() -> threading.Thread:
     """Start loading the detector's model in a thread, and return that thread.
 
-    Loading takes ~1 s, most of it LZMA decompression, which releases the GIL: a
-    process that will detect (a replay, a worker) starts it first and does its
-    other start-up work meanwhile. ``detect`` waits for a load under way.
+    Loading takes ~1.4 s from the package (LZMA decompression, which releases the
+    GIL), ~0.2 s from the uncompressed copy (``analysis.langid_model``): a process
+    that will detect (a replay, a worker) starts it first and does its other start-up
+    work meanwhile. ``detect`` waits for a load under way.
     """
     thread = threading.Thread(target=_identifier, name="language model", daemon=True)
     thread.start()
@@ -113,10 +115,8 @@ _LOADING = threading.Lock()
 
 @cache
 def _loaded() -> Any:
-    # imported here: loading the model takes ~1 s, paid only by a process that detects
-    from py3langid.langid import MODEL_FILE, LanguageIdentifier  # noqa: PLC0415
-
-    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    # loaded on first use: paid only by a process that detects (analysis.langid_model)
+    return load_identifier()
 
 
 def _identifier() -> Any:

@@ -55,6 +55,7 @@ def main(ctx: click.Context) -> None:
 
     from pydantic import ValidationError  # noqa: PLC0415
 
+    from analysis.langid_model import use_cache_dir  # noqa: PLC0415
     from policy_indexer.logs import configure_logging  # noqa: PLC0415
     from policy_indexer.settings import Settings, unknown_settings  # noqa: PLC0415
 
@@ -70,6 +71,7 @@ def main(ctx: click.Context) -> None:
     except ValidationError as exc:
         raise SettingsError(settings_error(exc)) from exc
     configure_logging(settings.log_level, settings.log_format)
+    use_cache_dir(settings.language_model_cache_dir)
     ctx.obj = settings
 
 

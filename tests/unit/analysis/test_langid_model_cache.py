@@ -1,0 +1,81 @@
+"""The detector's model from its uncompressed copy: the same answers, and never a failure.
+
+The copy saves ~1 s of every process that detects a language; what matters to a
+user is that it can never change a detected language, and that a bad cache
+(unwritable, truncated, foreign) costs only that second.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analysis import langid_model
+
+TEXTS = [
+    "Refunds are paid within fourteen days of the return reaching our warehouse.",
+    "Die Rückerstattung erfolgt innerhalb von vierzehn Tagen nach Eingang der Ware.",
+    "Le remboursement est effectué sous quatorze jours après réception du colis.",
+    "El reembolso se realiza en un plazo de catorce días tras recibir el paquete.",
+    "Il rimborso avviene entro quattordici giorni dalla ricezione del pacco.",
+    "Возврат средств производится в течение четырнадцати дней после получения.",
+]
+
+
+@pytest.fixture(scope="module")
+def packaged() -> list[tuple[str, float]]:
+    langid_model.use_cache_dir(None)
+    identifier = langid_model.load_identifier()
+    return [identifier.classify(t) for t in TEXTS]
+
+
+def _answers(cache: Path | None) -> list[tuple[str, float]]:
+    langid_model.use_cache_dir(cache)
+    try:
+        identifier = langid_model.load_identifier()
+    finally:
+        langid_model.use_cache_dir(None)
+    return [identifier.classify(t) for t in TEXTS]
+
+
+def test_the_copy_is_written_once_and_answers_as_the_packaged_model(
+    tmp_path: Path, packaged: list[tuple[str, float]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert [code for code, _ in packaged] == ["en", "de", "fr", "es", "it", "ru"]
+    assert _answers(tmp_path) == packaged  # writes the copy
+    files = list(tmp_path.iterdir())
+    assert len(files) == 1 and files[0].name.startswith("py3langid-") and files[0].stat().st_size
+    import py3langid.modelio
+
+    def no_inflating(_path: object) -> None:
+        raise AssertionError("the packaged model was inflated although the copy exists")
+
+    monkeypatch.setattr(py3langid.modelio, "load_model", no_inflating)
+    assert _answers(tmp_path) == packaged  # read from the copy alone
+
+
+def test_an_unwritable_cache_place_loads_the_packaged_model(
+    tmp_path: Path, packaged: list[tuple[str, float]]
+) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the cache directory would be")
+    assert _answers(blocker / "cache") == packaged
+    assert blocker.read_text().startswith("a file")
+
+
+@pytest.mark.parametrize("damage", ["truncated", "foreign"])
+def test_a_damaged_copy_falls_back_to_the_packaged_model(
+    tmp_path: Path, packaged: list[tuple[str, float]], damage: str
+) -> None:
+    assert _answers(tmp_path) == packaged
+    (copy,) = tmp_path.iterdir()
+    size = copy.stat().st_size
+    if damage == "truncated":
+        copy.write_bytes(copy.read_bytes()[: size // 3])
+    else:
+        copy.write_bytes(b"PK\x03\x04 not the model at all")
+    assert _answers(tmp_path) == packaged
+    assert [p.name for p in tmp_path.iterdir()] == [copy.name]  # written again, no temp left
+    assert copy.stat().st_size == size
+    assert _answers(tmp_path) == packaged

@@ -204,6 +204,12 @@ class Settings(BaseSettings):
         10000, ge=1000, description="How soon the group notices a dead worker (broker min 6000)."
     )
     commit_every_records: int = Field(200, ge=1)
+    replay_batch_records: int = Field(
+        1000, ge=1,
+        description="Changes the embedded `replay` worker takes a poll. The whole log is queued "
+        "first, so a batch writes each of its documents' newest version once; measured on 1,234 "
+        "mozilla changes: 200 14.0 s, 500 10.9 s, 1,000 10.2 s, 2,000 10.8 s.",
+    )
     commit_every_seconds: float = Field(1.0, gt=0)
     retry_initial_seconds: float = Field(0.2, gt=0)
     retry_max_seconds: float = Field(10.0, gt=0)

@@ -248,10 +248,10 @@ class EmbeddedBackends:
     ) -> ThreadPart:
         """``worker`` running in a thread part (replay, tests, bench); ``stop()`` it.
 
-        ``batch``: changes taken a poll when more than ``commit_every_records``."""
+        ``batch``: changes taken a poll instead of ``commit_every_records``."""
         worker = self.worker(metrics, health=health, checkpoint=checkpoint)
         if batch is not None:
-            worker.max_records = max(worker.max_records, batch)
+            worker.max_records = batch
         part = ThreadPart("queue worker", worker.run, worker.request_stop, stop_timeout_s=60.0)
         part.start()
         return part

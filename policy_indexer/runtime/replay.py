@@ -36,9 +36,6 @@ from policy_indexer.settings import Settings
 from transport.local_queue import ConsumerBusy
 
 BATCH = 500
-# Changes the replay's worker takes a poll (see ``_try_worker``); measured on 1,234
-# mozilla changes: 200 (the live default) 14.0 s, 500 10.9 s, 1,000 10.2 s, 2,000 10.8 s.
-WORKER_BATCH = 1000
 
 
 class ReplayStopped(Exception):
@@ -117,7 +114,7 @@ def _try_worker(
 ) -> ThreadPart | None:
     """A worker thread on the queue, or None while another process consumes it.
 
-    It takes up to ``WORKER_BATCH`` changes a poll (more than a live worker's
+    It takes up to ``replay_batch_records`` changes a poll (more than a live worker's
     ``commit_every_records``): the whole log is queued before it starts, and a
     batch writes only the newest version of each of its documents, so the
     versions a later change of the same batch replaces are never written and
@@ -125,7 +122,8 @@ def _try_worker(
     """
     try:
         return embedded.start_worker(WorkerMetrics.create(CollectorRegistry()),
-                                     checkpoint=checkpoint, batch=WORKER_BATCH)
+                                     checkpoint=checkpoint,
+                                     batch=embedded.settings.replay_batch_records)
     except ConsumerBusy:
         return None
 

@@ -40,6 +40,7 @@ def replay(data: Path, changelog: Path, *args: str, kill_at: str | None = None,
         "POLICY_INDEXER_EMBEDDED_DIR": str(data),
         "POLICY_INDEXER_LOG_LEVEL": "WARNING",
         "POLICY_INDEXER_COMMIT_EVERY_RECORDS": "20",
+        "POLICY_INDEXER_REPLAY_BATCH_RECORDS": "20",
         **{f"POLICY_INDEXER_{k.upper()}": v for k, v in env.items()},
         **({FAULT_ENV: kill_at} if kill_at else {}),
     })
@@ -140,7 +141,8 @@ def test_sigkill_from_outside_mid_replay_then_again_gives_the_same_index(
     data, log = tmp_path / "data", corpora_dir / "basecamp-policies.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("POLICY_INDEXER_")}
     env.update({"POLICY_INDEXER_EMBEDDED_DIR": str(data), "POLICY_INDEXER_LOG_LEVEL": "WARNING",
-                "POLICY_INDEXER_COMMIT_EVERY_RECORDS": "5"})
+                "POLICY_INDEXER_COMMIT_EVERY_RECORDS": "5",
+                "POLICY_INDEXER_REPLAY_BATCH_RECORDS": "5"})
     errors = tmp_path / "stderr.txt"
     with errors.open("w") as err:
         proc = subprocess.Popen([CLI, "replay", str(log)], env=env, stdout=subprocess.DEVNULL,

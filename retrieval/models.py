@@ -35,6 +35,7 @@ TOOL_DESCRIPTION = (
 )
 
 Status = Literal["ok", "no_document", "no_access"]
+Leg = Literal["keyword", "dense"]
 
 
 class SearchRequest(BaseModel):
@@ -160,6 +161,15 @@ class SearchResponse(BaseModel):
     message: str = Field(description="One sentence for a person or a model: what happened.")
     passages: list[Passage] = Field(default_factory=list)
     as_of: date
-    threshold: float
+    threshold: float = Field(
+        description="What best_score is measured against: the dense cosine threshold, or "
+        "the keyword threshold when no encoder is configured or the best passages have no "
+        "vector yet."
+    )
     best_score: float | None = None
+    legs: list[Leg] = Field(
+        default_factory=list,
+        description="The legs that returned candidates: 'keyword' (BM25 over analysed "
+        "terms), 'dense' (vectors). Only 'keyword' while the vectors have not arrived.",
+    )
     took_ms: float = 0.0

@@ -13,7 +13,9 @@
 - Confidence: with an encoder, the best cosine of the dense leg (a calibrated
   similarity, unlike a fused rank score); without one, the share of the
   question's terms that the best ranked passages contain. Below the threshold
-  the answer is ``no_document``.
+  the answer is ``no_document``. A top passage that has no vector yet is judged
+  by the keyword confidence (the dense leg cannot see it), so answers never
+  wait for the encoder; the response names the legs that returned candidates.
 - ``no_access`` is off unless the interface passes ``may_tell`` (the API key's
   flag and rate limit, ``retrieval.no_access``) to ``search_telling_no_access``.
   Then, only when the caller's own search found nothing, the answer is
@@ -49,7 +51,7 @@ from embeddings.encoder import Encoder
 from embeddings.query_cache import DEFAULT_SIZE as QUERY_CACHE_SIZE
 from embeddings.query_cache import QueryVectors
 from retrieval.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
-from retrieval.models import Freshness, Passage, SearchRequest, SearchResponse, Status
+from retrieval.models import Freshness, Leg, Passage, SearchRequest, SearchResponse, Status
 from retrieval.provenance import passage
 from store.search import SearchHit
 from store.search_index import (
@@ -88,6 +90,8 @@ class _Ranked:
     chunks: list[Chunk]
     scores: dict[str, float]
     confidence: float | None
+    threshold: float  # the one the confidence is measured against
+    legs: tuple[Leg, ...]  # the legs that returned a candidate
 
 
 class SearchService:
@@ -172,8 +176,9 @@ class SearchService:
             message=_MESSAGES[status],
             passages=passages,
             as_of=as_of,
-            threshold=self.active_threshold,
+            threshold=ranked.threshold,
             best_score=ranked.confidence,
+            legs=list(ranked.legs),
             took_ms=round((time.perf_counter() - started) * 1000, 3),
         )
 
@@ -197,6 +202,8 @@ class SearchService:
         self, terms: list[str], vector: VectorSource, filters: SearchFilters, k: int
     ) -> _Ranked:
         keyword, dense = self._legs(terms, vector, filters)
+        legs: tuple[Leg, ...] = (*(("keyword",) if keyword else ()),
+                                 *(("dense",) if dense else ()))
         by_id = {h.chunk_id: h.chunk for h in (*keyword, *dense)}
         fused = reciprocal_rank_fusion(
             [[h.chunk_id for h in keyword], [h.chunk_id for h in dense]], k=self.rrf_k
@@ -210,12 +217,31 @@ class SearchService:
                     (c for c in pool if c.chunk_id not in scores), key=lambda c: c.chunk_id
                 )
         if not chunks:
-            return _Ranked([], {}, None)
-        if self.encoder is not None:
-            confidence = max((h.score for h in dense), default=0.0)
-        else:
-            confidence = _coverage(terms, chunks[:k])
-        return _Ranked(chunks, scores, confidence)
+            return _Ranked([], {}, None, self.active_threshold, legs)
+        if self.encoder is None:
+            return _Ranked(chunks, scores, _coverage(terms, chunks[:k]), self.keyword_threshold,
+                           legs)
+        cosine = max((h.score for h in dense), default=None)
+        if cosine is not None and cosine >= self.threshold:
+            return _Ranked(chunks, scores, cosine, self.threshold, legs)
+        # The dense leg is silent or unsure. A top passage it cannot see (its vector has not
+        # arrived yet) is judged by the keyword leg's confidence instead: answers never wait
+        # for the encoder. Asked only here, on the way to no_document.
+        unseen = self._without_vectors(chunks[:k], {h.chunk_id for h in dense})
+        if unseen:
+            coverage = _coverage(terms, unseen)
+            if cosine is None or coverage >= self.keyword_threshold:
+                return _Ranked(chunks, scores, coverage, self.keyword_threshold, legs)
+        return _Ranked(chunks, scores, cosine if cosine is not None else 0.0, self.threshold,
+                       legs)
+
+    def _without_vectors(self, chunks: list[Chunk], dense_ids: set[str]) -> list[Chunk]:
+        """Those of ``chunks`` that have no vector of this encoder yet."""
+        if self.encoder is None:
+            return chunks
+        maybe = [c.chunk_id for c in chunks if c.chunk_id not in dense_ids]
+        missing = self.index.without_vectors(self.encoder.model_id, maybe) if maybe else set()
+        return [c for c in chunks if c.chunk_id in missing]
 
     def _legs(
         self, terms: list[str], vector: VectorSource, filters: SearchFilters
@@ -241,7 +267,7 @@ class SearchService:
         return (
             bool(ranked.chunks)
             and ranked.confidence is not None
-            and ranked.confidence >= self.active_threshold
+            and ranked.confidence >= ranked.threshold
         )
 
     def _hidden_heading_match(self, terms: list[str], filters: SearchFilters) -> bool:

@@ -216,6 +216,16 @@ class ElasticsearchSearchIndex:
         live = self._current(hits)
         return [h for h in hits if h.chunk_id in live][:limit]
 
+    def without_vectors(self, model_id: str, chunk_ids: Sequence[str]) -> set[str]:
+        if not chunk_ids:
+            return set()
+        ids = list(dict.fromkeys(chunk_ids))
+        query = {"bool": {"filter": {"ids": {"values": ids}},
+                          "must_not": {"term": {"embedding_model": model_id}}}}
+        resp = translate("chunks without vectors", self.client.search, index=self.index,
+                         query=query, size=len(ids), source=False, track_total_hits=False)
+        return {h["_id"] for h in resp["hits"]["hits"]}
+
     # -- VectorStore -------------------------------------------------------
     def _missing_query(self, model_id: str) -> dict[str, Any]:
         return {"bool": {"must_not": {"term": {"embedding_model": model_id}}}}

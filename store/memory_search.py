@@ -119,6 +119,13 @@ class InMemorySearchIndex:
         wanted = set(chunk_ids)
         return [c for c, _ in self._live() if c.chunk_id in wanted and filters.admits(c)]
 
+    def without_vectors(self, model_id: str, chunk_ids: Sequence[str]) -> set[str]:
+        with self._lock:
+            return {
+                cid for cid in chunk_ids
+                if (stored := self._vectors.get(cid)) is None or stored[0] != model_id
+            }
+
     # -- VectorStore -------------------------------------------------------
     def _missing(self, model_id: str) -> list[tuple[Chunk, datetime]]:
         with self._lock:

@@ -140,6 +140,10 @@ class SearchIndex(Protocol):
     def get_chunks(self, chunk_ids: Sequence[str], filters: SearchFilters) -> list[Chunk]:
         """The chunks of those ids that the filters admit (neighbours), in no set order."""
 
+    def without_vectors(self, model_id: str, chunk_ids: Sequence[str]) -> set[str]:
+        """Those of ``chunk_ids`` (stored chunks) that have no vector of ``model_id`` yet:
+        the ones the dense leg cannot see, so the search may not read its silence."""
+
 
 @runtime_checkable
 class BothLegs(Protocol):

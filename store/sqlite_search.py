@@ -424,6 +424,18 @@ class SQLiteSearchIndex:
         )
         return [Chunk.model_validate_json(body) for (body,) in rows]
 
+    def without_vectors(self, model_id: str, chunk_ids: Sequence[str]) -> set[str]:
+        if not chunk_ids:
+            return set()
+        rows = self.store._read(
+            "chunks without vectors",
+            "SELECT c.chunk_id FROM chunks AS c WHERE c.chunk_id IN (SELECT value FROM "
+            "json_each(:ids)) AND NOT EXISTS (SELECT 1 FROM chunk_vectors AS v "
+            "WHERE v.chunk_rowid = c.rowid AND v.model_id = :model_id)",
+            {"ids": json.dumps(list(chunk_ids)), "model_id": model_id},
+        )
+        return {cid for (cid,) in rows}
+
     # -- VectorStore -------------------------------------------------------
     def chunks_missing_vectors(self, model_id: str, limit: int) -> list[tuple[str, str]]:
         rows = self.store._read(

@@ -56,8 +56,9 @@ def search(  # noqa: PLR0917 (one parameter per click option)
 
 
 def _print(response: SearchResponse) -> None:
+    legs = " + ".join(response.legs) or "none"
     click.echo(f"{response.status}: {response.message}  "
-               f"(as of {response.as_of}, {response.took_ms:.0f} ms)")
+               f"(as of {response.as_of}, {response.took_ms:.0f} ms, legs: {legs})")
     for n, p in enumerate(response.passages, 1):
         where = " > ".join(p.heading_path) or p.clause
         via = "" if p.via == "ranked" else f"  [neighbour of {p.neighbour_of}]"

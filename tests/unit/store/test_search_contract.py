@@ -183,7 +183,7 @@ def test_permission_filter_is_exact_over_random_label_sets(index: Index) -> None
     check()
 
 
-# Issue 15 case 6: labels a chunk may carry that look like others (a Cyrillic er, a
+# Labels a chunk may carry that look like others (a Cyrillic er, a
 # zero-width space, case, a trailing space, the longest allowed), and caller labels
 # that are hostile: not strings, NUL inside, control characters, empty, too long.
 LOOK_ALIKES = ["public", "agents", "\u0440ublic", "public\u200b", "PUBLIC", "public ", "L" * 256]
@@ -426,6 +426,62 @@ def test_below_the_dense_threshold_the_answer_is_no_document(index: Index) -> No
     response = service(index, encoder=encoder, threshold=0.5).search(
         ask("app store purchase"), frozenset())
     assert response.status == "no_document" and response.best_score == pytest.approx(0.0, abs=1e-6)
+
+
+def test_without_vectors_names_the_chunks_the_dense_leg_cannot_see(index: Index) -> None:
+    index.add([chunk("refunds", "window", "refund window sixty days"),
+               chunk("refunds", "damage", "scratches on the frame are charged")])
+    index.search.put_vectors("lookup@8", {"refunds@v1#window": unit(1, 0)})
+    index.store.refresh()
+    both = ["refunds@v1#window", "refunds@v1#damage"]
+    assert index.search.without_vectors("lookup@8", both) == {"refunds@v1#damage"}
+    assert index.search.without_vectors("other@8", both) == set(both)
+    assert index.search.without_vectors("lookup@8", []) == set()
+
+
+def test_before_the_vectors_arrive_the_keyword_leg_answers_and_says_so(index: Index) -> None:
+    """A replay, then a search before ``embed``: answered from the keyword leg, never
+    ``no_document`` for want of a cosine; the response names the legs that answered."""
+    index.add([chunk("refunds", "window", "refund window sixty days"),
+               chunk("travel", "luggage", "luggage allowance one bag")])
+    encoder = LookupEncoder({"refund window": unit(1, 0), "weather tomorrow": unit(0, 0, 1)})
+    svc = service(index, encoder=encoder, threshold=0.5, keyword_threshold=0.5)
+    before = svc.search(ask("refund window", neighbours=False), frozenset())
+    assert before.status == "ok", before
+    assert ids(before)[0] == "refunds@v1#window"
+    assert before.legs == ["keyword"]
+    assert before.threshold == 0.5 and before.best_score == pytest.approx(1.0)
+    off_topic = svc.search(ask("weather tomorrow"), frozenset())
+    assert off_topic.status == "no_document"
+    index.search.put_vectors("lookup@8", {"refunds@v1#window": unit(1, 0),
+                                          "travel@v1#luggage": unit(0, 1)})
+    index.store.refresh()
+    after = svc.search(ask("refund window", neighbours=False), frozenset())
+    assert after.status == "ok" and after.legs == ["keyword", "dense"]
+    assert after.best_score == pytest.approx(1.0, abs=1e-5)  # the cosine now
+    assert svc.search(ask("weather tomorrow"), frozenset()).status == "no_document"
+
+
+def test_a_new_version_without_its_vector_is_answered_beside_older_vectors(
+    index: Index,
+) -> None:
+    """Other documents have vectors (far from the question); the one that answers was
+    just written and has none yet: the dense leg's low cosine must not refuse it."""
+    index.add([chunk("travel", "luggage", "luggage allowance one bag")])
+    index.search.put_vectors("lookup@8", {"travel@v1#luggage": unit(0, 1)})
+    index.add([chunk("refunds", "window", "refund window sixty days", version=2)])
+    encoder = LookupEncoder({"refund window": unit(1, 0)})
+    response = service(index, encoder=encoder, threshold=0.5).search(
+        ask("refund window", neighbours=False), frozenset())
+    assert response.status == "ok", response
+    assert ids(response)[0] == "refunds@v2#window"
+    assert response.legs == ["keyword", "dense"]
+    # Once its vector is there, the cosine decides again (and is far below 0.5 here).
+    index.search.put_vectors("lookup@8", {"refunds@v2#window": unit(0, 0, 1)})
+    index.store.refresh()
+    refused = service(index, encoder=encoder, threshold=0.5).search(
+        ask("refund window"), frozenset())
+    assert refused.status == "no_document" and refused.threshold == 0.5
 
 
 def test_the_dense_leg_filters_inside_even_when_the_visible_chunk_ranks_last(

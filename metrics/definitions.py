@@ -35,7 +35,7 @@ is registered at import. Names, types and meanings:
   turn (a poll); an idle worker still beats, a stuck one does not.
 - ``policy_indexer_build_info{version}`` gauge 1: the running version.
 
-The nightly reindex and its scheduler (issue 7), ``ReindexMetrics.create(registry)``:
+The nightly reindex and its scheduler, ``ReindexMetrics.create(registry)``:
 
 - ``policy_indexer_reindex_last_success_timestamp_seconds`` gauge: Unix time the last
   successful (non-dry) reconcile ended, read back from the run log so it survives restarts

@@ -62,7 +62,7 @@ class Settings(BaseSettings):
         "policy", pattern=r"^[a-z0-9][a-z0-9_-]*$", description="Prefix of every index and alias."
     )
 
-    # Production connections (issue 14) ---------------------------------
+    # Production connections --------------------------------------------
     # Kafka: every producer, consumer and admin client the project creates uses these.
     kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
         "PLAINTEXT", description="PLAINTEXT locally; SASL_SSL (or SSL) on a managed cluster."
@@ -191,10 +191,10 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["json", "console"] = "json"
 
-    # Indexing worker (issue 4) -------------------------------------------
+    # Indexing worker ---------------------------------------------------
     pipeline: Literal["embedded", "kafka"] = Field(
         "embedded",
-        description="'kafka': Kafka + Elasticsearch workers; 'embedded': one process (issue 8).",
+        description="'kafka': Kafka + Elasticsearch workers; 'embedded': one process.",
     )
     worker_processes: int = Field(1, ge=1, le=64, description="Worker processes `run` starts.")
     kafka_partitions: int = Field(
@@ -223,7 +223,7 @@ class Settings(BaseSettings):
         DEFAULT_GRACE.total_seconds(), ge=0,
         description="The sweep leaves younger chunks above a document's state alone."
     )
-    # Webhook receiver (issue 5) ------------------------------------------
+    # Webhook receiver --------------------------------------------------
     webhook_host: str = "127.0.0.1"
     webhook_port: int = Field(8080, ge=0, le=65535)
     webhook_secrets: list[SecretStr] = Field(
@@ -244,7 +244,7 @@ class Settings(BaseSettings):
         RETRY_AFTER_SECONDS, ge=1, description="Retry-After sent with a 503."
     )
 
-    # Sources and the freshness monitor (issue 6) ------------------------
+    # Sources and the freshness monitor ---------------------------------
     source_kind: Literal["cms", "folder", "changelog", "git"] | None = Field(
         None, description="Where the library lives: 'cms' (HTTP JSON API), 'folder', 'changelog', "
         "'git' (source_url: the remote; source_path: the local mirror)."
@@ -285,7 +285,7 @@ class Settings(BaseSettings):
         "place is logged and the packaged model loaded each time.",
     )
 
-    # Embedded mode (issue 8) ---------------------------------------------
+    # Embedded mode -----------------------------------------------------
     embedded_dir: Path = Field(
         Path(".policy-indexer"),
         description="Where the embedded mode keeps its SQLite files: index.sqlite3 (chunks, "
@@ -295,7 +295,7 @@ class Settings(BaseSettings):
         15.0, gt=0, description="A silent consumer of the local queue loses it after this long."
     )
 
-    # Folder watcher of the embedded mode (issue 8) -------------------------
+    # Folder watcher of the embedded mode -------------------------------
     # It watches source_path when source_kind is 'folder' (the folder the monitor
     # and the nightly reindex list, so all three agree on ids and versions).
     watch_debounce_ms: int = Field(
@@ -308,7 +308,7 @@ class Settings(BaseSettings):
         "(retries a failed publish, catches changes the OS did not report).",
     )
 
-    # Folder hardening (issue 15) ------------------------------------------
+    # Folder hardening --------------------------------------------------
     # A bad file is that file's problem only: the folder listing (watcher, monitor,
     # status, reconcile) names it unreadable and goes on; see docs/folder-watch.md.
     folder_max_file_bytes: int = Field(
@@ -316,7 +316,7 @@ class Settings(BaseSettings):
         description="A folder file above this size is listed as unreadable (too_large) and "
         "never read: a policy document is some kB, a bigger file is a mistake (an export).",
     )
-    # Hidden names and hard links (issue 22): see docs/folder-watch.md.
+    # Hidden names and hard links: see docs/folder-watch.md.
     folder_hidden_allow: str = Field(
         "", description="Hidden names (starting with '.') that are part of the library anyway, "
         "comma-separated (e.g. '.well-known'). Any other hidden folder or file, listed or "
@@ -370,9 +370,9 @@ class Settings(BaseSettings):
             raise ValueError(f"watch_restart_max_seconds {value!r} is below "
                              f"watch_restart_initial_seconds {initial!r}")
         return value
-    # End of folder hardening (issue 15) -----------------------------------
+    # End of folder hardening -------------------------------------------
 
-    # Nightly reindex and its scheduler (issue 7) --------------------------
+    # Nightly reindex and its scheduler ---------------------------------
     reindex_cron: str = Field(
         "0 2 * * *",
         description="When the reconcile runs: a 5-field crontab (minute hour day month "
@@ -402,7 +402,7 @@ class Settings(BaseSettings):
     )
     scheduler_metrics_port: int = Field(9466, ge=0, le=65535, description="Scheduler's /metrics.")
 
-    # search_policy (issue 17) --------------------------------------------
+    # search_policy -----------------------------------------------------
     search_host: str = Field("127.0.0.1", description="Where `serve` listens (POST /search, /mcp).")
     search_port: int = Field(8090, ge=0, le=65535)
     search_api_keys: SecretStr | None = Field(
@@ -444,7 +444,7 @@ class Settings(BaseSettings):
         1.0, gt=0, description="The vector backfill looks for chunks without vectors this often."
     )
 
-    # CMS adapters (issue 16) ---------------------------------------------
+    # CMS adapters ------------------------------------------------------
     # POST /webhooks/<adapter>; each adapter is on when its secrets are set. One
     # secret, or two while rotating, as a JSON list (16+ bytes each).
     webhook_github_secrets: list[SecretStr] = Field(
@@ -474,7 +474,7 @@ class Settings(BaseSettings):
     )
     git_timeout_seconds: float = Field(120.0, gt=0, description="A git fetch gives up after this.")
 
-    # CMS adapters part 2 (issue 16) ---------------------------------------
+    # CMS adapters: Contentful, Sanity, Strapi --------------------------
     # Contentful, Sanity, Strapi: each on when its secrets are set (a JSON list,
     # two while rotating). *_fields maps our fields (title, body, scope,
     # valid_from, valid_to, access_labels) to the CMS's (dotted paths);
@@ -522,7 +522,7 @@ class Settings(BaseSettings):
         10.0, gt=0, description="A read of the Contentful, Sanity or Strapi API gives up after "
         "this.")
 
-    # Hardening part 2 (issue 15) ----------------------------------------
+    # Hardening: unexpected errors, lease holders, hostile clients ------
     worker_unexpected_error_attempts: int = Field(
         3, ge=1, le=100, description="Tries of one event that raises an unexpected exception "
         "before it is dead-lettered (reason 'unexpected') and the worker goes on.")
@@ -538,7 +538,7 @@ class Settings(BaseSettings):
     http_max_connections: int = Field(
         512, ge=1, description="Webhook and search servers: connections at once; one more "
         "closes the one waiting longest for its headers. Keep it below the fd limit.")
-    # End of hardening part 2 (issue 15) ---------------------------------
+    # End of hardening --------------------------------------------------
 
     def http_limits(self) -> HttpLimits:
         """The limits every HTTP server of the project runs under (``webhooks.serve``)."""

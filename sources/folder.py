@@ -38,7 +38,7 @@ Reading never blocks and never leaves the library:
   not walked (``os.walk`` default), so a folder link loop cannot recurse;
 - at most ``max_file_bytes`` are read: a bigger file is reported as too large.
 
-Hidden names, hard links, names and folders (issue 22):
+Hidden names, hard links, names and folders:
 
 - nothing is read through a hidden name (``.git``, ``.env``, any name starting
   with ``.``): hidden folders are not walked, hidden files are no documents,

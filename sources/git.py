@@ -151,7 +151,7 @@ class GitSource:
         self._offsets: dict[str, int] = {}
         self._offsets_stamp: tuple[int, int] | None = None
         self._lock = threading.Lock()
-        self.hidden_allow = parse_hidden_allow(hidden_allow)  # as the folder source (issue 22)
+        self.hidden_allow = parse_hidden_allow(hidden_allow)  # as the folder source
         self.default_access_labels = parse_label_defaults(default_access_labels)
 
     @property

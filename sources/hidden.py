@@ -1,4 +1,4 @@
-"""Hidden names: which path components the folder and Git sources never read (issue 22).
+"""Hidden names: which path components the folder and Git sources never read.
 
 A name starting with ``.`` (``.git``, ``.env``, ``.github``, an editor's
 ``.x.md.swp``) is not part of the library, whether it is in a file's listed

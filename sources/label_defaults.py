@@ -1,4 +1,4 @@
-"""Default ``access_labels`` per folder of a library (issue 22): for files that set none.
+"""Default ``access_labels`` per folder of a library: for files that set none.
 
 A library often keeps its restricted documents in a folder of their own
 (``hr/``, ``internal/``) and writes no labels in each file. The setting

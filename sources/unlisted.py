@@ -1,4 +1,4 @@
-"""A folder that cannot be listed: the documents under it are kept as they are (issue 22).
+"""A folder that cannot be listed: the documents under it are kept as they are.
 
 A source may list, instead of the documents of a folder it cannot list, one
 entry for the folder itself: ``unreadable`` of kind ``unlistable``, its

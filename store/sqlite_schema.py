@@ -131,7 +131,7 @@ ORDER BY bm25(chunks_fts), c.chunk_id
 LIMIT :limit
 """
 
-# -- the search side (issue 17): filters, analysed terms and vectors per chunk ----------
+# -- the search side: filters, analysed terms and vectors per chunk ----------
 # Written in the chunk's own transaction (``store.sqlite_search.search_rows``); removed
 # with it (foreign keys, and a trigger for the FTS5 table, which has none).
 SEARCH_SCHEMA = """

@@ -64,7 +64,7 @@ class DocumentMetadata(BaseModel):
     model_config = _STRICT
 
     # The change event's own types: a value a worker would dead-letter is refused here, at
-    # its place in the payload (issue 15).
+    # its place in the payload.
     scope: Labels | None = Field(None, description="Where the policy applies, e.g. cities.")
     valid_from: date | None = None
     valid_to: date | None = None

@@ -2,11 +2,12 @@
 
 Every server the project runs (the webhook receiver, the search server) is
 built by ``server_config``, which holds it to ``HttpLimits`` under a hostile
-network (issue 15 case 8). uvicorn closes idle keep-alive connections and can
-answer 503 above a concurrency limit, but it has no header or body read
-timeout: a client sending one header byte a second, or a body a byte at a
-time, held its connection (and a file descriptor) forever. ``GuardedH11``, a
-small subclass of uvicorn's h11 protocol, adds them:
+network (slow or endless headers and bodies, too many connections). uvicorn
+closes idle keep-alive connections and can answer 503 above a concurrency
+limit, but it has no header or body read timeout: a client sending one header
+byte a second, or a body a byte at a time, held its connection (and a file
+descriptor) forever. ``GuardedH11``, a small subclass of uvicorn's h11
+protocol, adds them:
 
 - **headers**: from the connection's first moment (or the end of the previous
   response) the request's headers must be complete within

@@ -157,9 +157,9 @@ def open_store(settings: Settings) -> Store:
 
 
 def open_elasticsearch(settings: Settings) -> ElasticsearchStore:
-    """The store on the configured nodes, with its credentials and CA (issue 14)."""
+    """The store on the configured nodes, with its credentials and CA."""
     # Imported here: the Elasticsearch client costs ~0.1 s at start and the embedded
-    # mode never uses it (issue 26).
+    # mode never uses it.
     from store.elasticsearch import ElasticsearchStore  # noqa: PLC0415
     from store.es_mappings import IndexLayout  # noqa: PLC0415
 

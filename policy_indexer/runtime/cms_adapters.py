@@ -1,4 +1,4 @@
-"""The Contentful, Sanity and Strapi adapters built from settings (issue 16, item 4).
+"""The Contentful, Sanity and Strapi adapters built from settings.
 
 Each is on when its secrets are set. Their read-API clients live as long as
 the receiver (one httpx connection pool each, closed with the process).

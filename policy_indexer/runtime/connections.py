@@ -13,7 +13,7 @@ from transport.kafka_connection import KafkaConnection
 
 
 def kafka_connection(settings: Settings) -> KafkaConnection:
-    """The brokers, protocol, SASL credentials and TLS files of ``settings`` (issue 14).
+    """The brokers, protocol, SASL credentials and TLS files of ``settings``.
 
     Everything set is passed on; what the protocol does not use is left out of
     the clients' options and named by ``KafkaConnection.unused()``.

@@ -136,7 +136,7 @@ def _start(settings: Settings, backends: EmbeddedBackends, parts: Supervisor,
         f"  metrics:   {server.url}/metrics  health: /healthz",
     ]
     lines.append(f"  webhook:   {_start_webhook(settings, backends, registry, parts)}")
-    poller = git_poller_part(settings, backends.publisher())  # issue 16: Git polling mode
+    poller = git_poller_part(settings, backends.publisher())  # the Git source's polling mode
     if poller is not None:
         parts.start(poller)
         every = settings.git_poll_interval_seconds
@@ -266,7 +266,7 @@ def _start_monitor(settings: Settings, registry: CollectorRegistry, parts: Super
 
     Its first cycle waits for the first indexing (``first_indexed``, at most
     ``monitor_first_cycle_wait_seconds``): before it, every document would read as
-    missing with the age of its file as lag (issue 15).
+    missing with the age of its file as lag.
     """
     source = open_configured_source(settings)
     store = SQLiteStore(index_path(settings))

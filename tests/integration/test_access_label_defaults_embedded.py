@@ -1,4 +1,4 @@
-"""Issue 22: an ``access_labels`` default per folder, end to end on ``policy-indexer run``.
+"""An ``access_labels`` default per folder, end to end on ``policy-indexer run``.
 
 ``POLICY_INDEXER_SOURCE_DEFAULT_ACCESS_LABELS='hr/**=staff; **=public'``: a file under
 ``hr/`` that sets no labels is indexed for ``staff`` only, a public caller never gets it

@@ -1,5 +1,5 @@
-"""Commands that used to work in one mode only, now in both (issue 13: "every command works in
-both modes")."""
+"""Commands that used to work in one mode only, now in both: every command works in both
+modes."""
 
 from __future__ import annotations
 

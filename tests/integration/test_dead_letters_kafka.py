@@ -1,4 +1,4 @@
-"""``dead-letters list|show|retry`` in Kafka mode, on the real broker (issue 15 case 9).
+"""``dead-letters list|show|retry`` in Kafka mode, on the real broker.
 
 Dead letters written the way a worker writes them (``KafkaDeadLetterSink``), one of
 them twice (a redelivery after a crash): ``list`` shows each failed event once,

@@ -1,4 +1,4 @@
-"""Issue 15 case 7 end to end on the embedded mode: one owner per document.
+"""One owner per document, end to end on the embedded mode.
 
 ``policy-indexer run`` with a folder source *and* a webhook secret, as the issue's
 report had it. A signed webhook for a folder document with a huge version is refused

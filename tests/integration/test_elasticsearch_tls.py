@@ -1,4 +1,4 @@
-"""Elasticsearch through TLS and basic auth (issue 14 item 1), for real.
+"""Elasticsearch through TLS and basic auth, for real.
 
 The shared Elasticsearch has no security module, so each test puts a
 TLS-terminating proxy with basic auth in front of it (``support.tls_proxy``),

@@ -1,6 +1,6 @@
 """Every long-running process answers /healthz, /readyz and /metrics on its port, 404 elsewhere.
 
-Issue 14 item 2, for each process an orchestrator runs: the Kafka-mode worker,
+For each process an orchestrator runs: the Kafka-mode worker,
 webhook, monitor, scheduler, search server and vector backfill, and the
 embedded run. Each is a real ``policy-indexer`` process against the real
 services; the test waits for ``/readyz`` 200 (its dependencies answer), then

@@ -1,4 +1,4 @@
-"""Issue 15, end to end on the embedded mode: a bad file is that file's problem only.
+"""A bad file is that file's problem only, end to end on the embedded mode.
 
 For each bad file of the issue (a symbolic link loop, a file the process may not
 read, invalid UTF-8, a binary file, bad YAML front matter, a FIFO named

@@ -1,6 +1,7 @@
-"""Issue 22 items 2, 7, 9 end to end on ``policy-indexer run`` (embedded mode).
+"""Hidden names, hard links, names that are not UTF-8 and unlistable folders, end to end
+on ``policy-indexer run`` (embedded mode).
 
-Item 2 and 7, beside the 8 sample documents: ``gitconfig.md -> .git/config`` (a
+Hidden names and links, beside the 8 sample documents: ``gitconfig.md -> .git/config`` (a
 token in the remote URL), ``dotenv.md -> .env``, ``x.md`` a hard link to a file
 outside the library, and ``caf\\xe9.md`` (a name that is not UTF-8). None is
 indexed or served to the public key; ``status`` names each (``hidden``,
@@ -8,7 +9,7 @@ indexed or served to the public key; ``status`` names each (``hidden``,
 answer and count them; ``/healthz`` is 200 with the watcher ``ok`` and never
 restarted, also after the bad name is touched again; later files are indexed.
 
-Item 9: a sub-folder the process may not list (every command under ``setpriv``
+An unlistable folder: a sub-folder the process may not list (every command under ``setpriv``
 without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH: the tests run as root, and root
 lists mode 000). An edit elsewhere is indexed while it cannot be listed; its
 documents stay indexed and searchable, ``status`` exits 0 and shows them

@@ -1,4 +1,4 @@
-"""Issue 22 item 6 on the Git source: a file whose path makes a look-alike id
+"""On the Git source, a file whose path makes a look-alike id
 (``refunds\\u200b.md`` beside ``refunds.md``) is listed unreadable (``document_id``) with
 the reason and never published, on the first publish and on later pushes; the other
 files are published as before (a bad name used to fail every publish of the branch)."""

@@ -1,4 +1,5 @@
-"""Issue 22 on the Git source, with a real repository the test makes and pushes:
+"""Hostile names, links and label defaults on the Git source, with a real repository the
+test makes and pushes:
 
 - a symbolic link in the tree (``secrets.md -> ../../etc/passwd``, ``alias.md ->
   refunds.md``) is listed ``unreadable`` (``not_regular``, "a symbolic link") and never

@@ -1,4 +1,4 @@
-"""Kafka over SASL_SSL for real (issue 14 item 1): a broker of the test's own with a SCRAM-SHA-512
+"""Kafka over SASL_SSL for real: a broker of the test's own with a SCRAM-SHA-512
 listener behind a certificate from a CA made here.
 
 Through it: ``topics create`` then ``check``; the webhook publishes a signed change and

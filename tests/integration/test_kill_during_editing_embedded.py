@@ -1,4 +1,4 @@
-"""Issue 22 item 13 end to end: kill -9 during heavy editing, the versions stay the files'.
+"""Kill -9 during heavy editing, end to end: the versions stay the files'.
 
 A library of generated documents, two in three with a front-matter ``version`` (each
 edit adds one), the rest versioned by their modification time (each edit sets a new

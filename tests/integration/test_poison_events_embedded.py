@@ -1,4 +1,4 @@
-"""Issue 15 case 1 (and 9) end to end on the embedded mode: no event can crash a worker.
+"""No event can crash a worker, end to end on the embedded mode (and its dead letters).
 
 Poison events are planted in the queue file before ``policy-indexer run`` starts (as a
 signed webhook or an older release would have left them): a version of 10^20, one of

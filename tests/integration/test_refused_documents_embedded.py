@@ -1,4 +1,4 @@
-"""Issue 22 items 3 and 10 end to end on the embedded mode: content the worker refuses.
+"""Content the worker refuses, end to end on the embedded mode.
 
 The folder holds a good document and documents whose front matter the chunker refuses
 (a date that is no date, a null label, a singular ``access_label``). ``policy-indexer

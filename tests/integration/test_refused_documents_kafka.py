@@ -1,4 +1,4 @@
-"""Issue 22 item 10 on Kafka + Elasticsearch: a document refused for its content.
+"""A document refused for its content, on Kafka + Elasticsearch.
 
 The embedded mode read its refusals from the local queue's dead-letter table; the
 Kafka mode's ``status`` and standalone ``monitor`` did not read the dead-letter

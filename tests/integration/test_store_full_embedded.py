@@ -1,4 +1,4 @@
-"""Issue 22 item 11 end to end: the embedded index's disk fills up, nothing is lost.
+"""The embedded index's disk fills up, end to end: nothing is lost.
 
 The index file lives on a small tmpfs of its own (``index.sqlite3`` in the data folder
 is a symlink to it; SQLite follows it, so the ``-wal`` and ``-shm`` files are made

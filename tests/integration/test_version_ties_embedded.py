@@ -1,4 +1,5 @@
-"""Issue 22 items 12 and 14 end to end on the embedded mode (``policy-indexer run``).
+"""Versions at the top of the range and two changes at one version, end to end on the
+embedded mode (``policy-indexer run``).
 
 - Two Sanity edits of one document stamped in the same second (Sanity's ``_updatedAt``
   has whole seconds): both 202, and the index ends with the second text, not the first

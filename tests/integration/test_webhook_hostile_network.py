@@ -1,4 +1,4 @@
-"""Issue 15 case 8: the webhook holds under a hostile network (loopback, bounded).
+"""The webhook holds under a hostile network (loopback, bounded).
 
 A real uvicorn server (``webhooks.serve``, the configuration of every server the
 project runs) with short limits so the test stays short. Against it, at once:

@@ -131,7 +131,7 @@ def test_each_kind_of_poison_is_dead_lettered_and_later_events_still_index(
         "not_json": (b"k1", b"\xff\xfe not json at all"),
         "schema": (b"k2", schema_bad),
         # (A NUL in the content, or a label no store holds, is refused by the event's own
-        # schema since issue 15: see tests/unit/events/test_change_event_limits.py.)
+        # schema: see tests/unit/events/test_change_event_limits.py.)
         "chunker": (b"gamma", _event("gamma", 1, "---\nk: " + "[" * 5_000 + "]" * 5_000
                                      + "\n---\n# Gamma\n").to_json_bytes()),
         "limits": (b"delta", _event("delta", 1, "---\naccess_labels: [" + "L" * 300

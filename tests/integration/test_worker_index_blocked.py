@@ -1,4 +1,4 @@
-"""Issue 22 item 11 on Kafka + Elasticsearch: a blocked chunks index is waited for.
+"""A blocked chunks index is waited for, on Kafka + Elasticsearch.
 
 The real worker (``policy-indexer run``, Kafka mode) against the shared Elasticsearch, on
 indices of this test's own prefix. Its chunks index gets a block while events arrive:

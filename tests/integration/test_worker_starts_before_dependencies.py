@@ -1,6 +1,6 @@
 """A worker (or the scheduler) started before its dependencies answer stays up, not ready.
 
-Issue 14 item 2: under an orchestrator a pod whose broker is still starting (or
+Under an orchestrator a pod whose broker is still starting (or
 is away for maintenance) must not crash-loop; it must be alive (``/healthz``
 200), not ready (``/readyz`` 503, status ``starting``, the reason), retry, and
 become ready and index once the dependency answers. The broker stopped here is

@@ -1,6 +1,6 @@
 """Store factories for the contract suite: each yields a fresh, empty, ready store.
 
-The embedded SQLite store (issue 8) joins by adding a factory to ``STORE_FACTORIES``.
+The embedded SQLite store joins by adding a factory to ``STORE_FACTORIES``.
 """
 
 from __future__ import annotations

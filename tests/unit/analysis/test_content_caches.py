@@ -1,4 +1,4 @@
-"""The text-keyed caches of analysis (issue 26): bounded, and never a different answer.
+"""The text-keyed caches of analysis: bounded, and never a different answer.
 
 Language detection and term analysis are remembered by a hash of their input; a
 replay of a document's history then analyses each repeated section once. What a

@@ -1,4 +1,4 @@
-"""The embedded mode never loads the Kafka or Elasticsearch client (issue 26).
+"""The embedded mode never loads the Kafka or Elasticsearch client.
 
 Both cost start-up time (about 0.2 s together, measured with
 ``PYTHONPROFILEIMPORTTIME=1 policy-indexer replay ... --to embedded``) and the

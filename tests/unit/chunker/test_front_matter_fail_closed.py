@@ -1,4 +1,4 @@
-"""Issue 22 items 3 and 8: front-matter slips fail closed, alias bombs are refused short.
+"""Front-matter slips fail closed, alias bombs are refused short.
 
 A slip in the permission labels (``access_label``, an empty or null ``access_labels``)
 used to leave the chunks unlabelled, visible to everyone; now ``chunk_document``

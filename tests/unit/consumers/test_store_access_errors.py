@@ -1,4 +1,4 @@
-"""Credentials refused or TLS not verified while the worker runs (issue 14 item 1).
+"""Credentials refused or TLS not verified while the worker runs.
 
 No event is to blame for a ``StoreAccessError``: the worker must not dead-letter
 every event it holds meanwhile (what an unknown exception would get), nor wait

@@ -1,4 +1,4 @@
-"""Issue 22 item 11: a store that cannot write for now is waited for, never dead-lettered.
+"""A store that cannot write for now is waited for, never dead-lettered.
 
 A full disk ("database or disk is full", SQLITE_FULL) used to be tried 3 times and
 dead-lettered as ``unexpected``: the error surfaced as a plain ``StoreError``, and

@@ -1,4 +1,4 @@
-"""Issue 15 case 1: an exception neither poison nor transient is that record's problem only.
+"""An exception neither poison nor transient is that record's problem only.
 
 On the embedded pipeline (the local queue and the SQLite index, for real), with a
 chunker stand-in that fails the way a bug would for one document: the worker tries

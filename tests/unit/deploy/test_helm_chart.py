@@ -224,8 +224,8 @@ def test_the_monitors_label_processes_by_component_and_topics_follow_the_setting
 
 
 def test_search_is_scraped_on_its_metrics_port_never_on_its_api_port() -> None:
-    """The search port's /metrics is 404 without its token (it names restricted documents,
-    issue 22 item 4): Prometheus scrapes the search pods' metrics port instead."""
+    """The search port's /metrics is 404 without its token (it names restricted
+    documents): Prometheus scrapes the search pods' metrics port instead."""
     docs = documents([*VALUE_SETS["everything"], "--set", "monitoring.podMonitor.enabled=true"])
     (search,) = [c for name, _, c in containers(docs) if name.endswith("-search")]
     assert [p["name"] for p in search["ports"]] == ["http", "metrics"]

@@ -1,4 +1,4 @@
-"""Issue 15 case 1: a change event holds only values every store can hold, with room to grow.
+"""A change event holds only values every store can hold, with room to grow.
 
 Each refusal is a pydantic field error at the field's place (the webhook answers 422 with
 it, the worker dead-letters with it); the largest accepted value of each bound is stored.

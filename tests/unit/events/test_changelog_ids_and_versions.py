@@ -1,6 +1,6 @@
-"""Issue 22 items 6 and 12 on the change-log path: ``replay`` and the change-log source
-refuse, naming the file and line, a look-alike id and a version above what a source
-may stamp, as the webhook does (422)."""
+"""Look-alike ids and versions out of range on the change-log path: ``replay`` and the
+change-log source refuse, naming the file and line, a look-alike id and a version above
+what a source may stamp, as the webhook does (422)."""
 
 from __future__ import annotations
 

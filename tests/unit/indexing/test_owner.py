@@ -1,4 +1,4 @@
-"""One owner per document (issue 15 case 7) on the indexing core, over the in-memory store.
+"""One owner per document on the indexing core, over the in-memory store.
 
 The state names the source that wrote the document; an event from another source is
 refused as poison ``owner`` (the worker dead-letters it) and changes nothing, whatever

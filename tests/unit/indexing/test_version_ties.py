@@ -1,4 +1,4 @@
-"""Issue 22 items 12 and 14 in the indexing core: an equal version that changes something.
+"""Two changes at one version, in the indexing core: an equal version that changes something.
 
 An upsert at the indexed version with other content (two Sanity edits in one second, a
 CMS at the top of the version range) replaces the text; a delete at the indexed version

@@ -1,4 +1,4 @@
-"""The monitor and ``status`` compare each document only with its own source (issue 15 case 7).
+"""The monitor and ``status`` compare each document only with its own source.
 
 A folder listing beside documents that came only through the webhook (owner ``cms``):
 they are not deleted at the folder, their lag is not counted, and ``status`` shows

@@ -1,5 +1,5 @@
-"""Issue 15 in the monitor and ``status``: an unreadable document is its own status, counted
-and named, never a lag; the first cycle beside a first indexing waits for it."""
+"""Bad files in the monitor and ``status``: an unreadable document is its own status,
+counted and named, never a lag; the first cycle beside a first indexing waits for it."""
 
 from __future__ import annotations
 

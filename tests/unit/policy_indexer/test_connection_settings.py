@@ -1,4 +1,4 @@
-"""Production connection settings (issue 14): secrets from files, masking, rules between them.
+"""Production connection settings: secrets from files, masking, rules between them.
 
 Bad inputs tried: a missing, empty, oversized or non-UTF-8 secret file; a
 secret given both inline and as a file; SASL without credentials; a client

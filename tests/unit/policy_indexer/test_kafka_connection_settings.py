@@ -1,4 +1,4 @@
-"""Settings to the one Kafka connection every runtime call site uses (issue 14 item 1)."""
+"""Settings to the one Kafka connection every runtime call site uses."""
 
 from __future__ import annotations
 

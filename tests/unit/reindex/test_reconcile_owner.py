@@ -1,4 +1,4 @@
-"""The reconcile compares each document only with its own source (issue 15 case 7).
+"""The reconcile compares each document only with its own source.
 
 Documents another source owns are neither deleted as "gone from the source" nor
 counted in the deletion cap, so the folder's night of repairs is not blocked by

@@ -1,4 +1,4 @@
-"""Issue 22: an ``access_labels`` default per folder of the library, and the folder's
+"""An ``access_labels`` default per folder of the library, and the folder's
 front matter read with the bounded YAML loader.
 
 - a file under ``hr/`` whose front matter sets no ``access_labels`` gets the rule's

@@ -1,4 +1,5 @@
-"""Issue 22 items 2, 7, 9 at the folder source: what is never read, and what is named.
+"""Hidden names, hard links, bad names and unlistable folders at the folder source: what
+is never read, and what is named.
 
 - a symbolic link to a file under a hidden name (``gitconfig.md -> .git/config``
   with a token in the remote URL, ``dotenv.md -> .env``) is listed unreadable

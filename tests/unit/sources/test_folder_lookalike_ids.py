@@ -1,4 +1,4 @@
-"""Issue 22 item 6 in the folder: a file whose path makes a look-alike id is unreadable.
+"""In the folder, a file whose path makes a look-alike id is unreadable.
 
 ``refunds\\u200b.md`` beside ``refunds.md`` would be a second document that prints as the
 first; ``refunds .md`` (a space before the suffix), ``refunds\\u202e.md``, a name written

@@ -1,6 +1,6 @@
 """A bad file is that file's problem only: the folder listing names it and lists the rest.
 
-The cases of issue 15 (2, 3, 4, 5): a symbolic link loop, a file the process may
+The bad files: a symbolic link loop, a file the process may
 not read, invalid UTF-8, a binary file, bad YAML front matter, a FIFO named
 ``*.md``, a too-large file, a symbolic link leaving the root. Each is listed as
 ``unreadable`` with its reason and never blocks or fails the listing.

@@ -1,4 +1,4 @@
-"""Issue 22 item 9: what a listing with an unlistable folder means to its consumers.
+"""What a listing with an unlistable folder means to its consumers.
 
 The folder source lists a sub-folder it cannot list as one ``unlistable`` entry
 (``private/``). ``with_unlisted`` turns every indexed document under it into an

@@ -66,7 +66,7 @@ def test_a_cluster_block_403_is_not_an_access_error_but_the_store_unavailable() 
     with pytest.raises(StoreError) as caught:
         translate("bulk", raising, blocked)
     assert not isinstance(caught.value, StoreAccessError)
-    # the block lifts, no event is to blame: retried while it lasts (issue 22 item 11)
+    # the block lifts, no event is to blame: retried while it lasts
     assert isinstance(caught.value, StoreUnavailableError)
     assert caught.value.status == 403
 

@@ -1,4 +1,4 @@
-"""Every store keeps and returns a document's owner (one owner per document, issue 15 case 7).
+"""Every store keeps and returns a document's owner (one owner per document).
 
 The contract suite's stores: in-memory, SQLite, and the shared Elasticsearch at :9200
 (a unique index prefix per test). A state without an owner stays unowned.

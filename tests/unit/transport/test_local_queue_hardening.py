@@ -1,5 +1,6 @@
-"""Issue 15 case 9 on the real queue file: a dead or zombie lease holder is gone, one dead
-letter per failed event however often it is redelivered or resent, and a retry moves it."""
+"""Lease holders and dead letters on the real queue file: a dead or zombie lease holder
+is gone, one dead letter per failed event however often it is redelivered or resent,
+and a retry moves it."""
 
 from __future__ import annotations
 

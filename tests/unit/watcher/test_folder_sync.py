@@ -233,7 +233,7 @@ def test_a_start_up_pass_cut_by_a_failed_publish_is_finished_by_the_next(tmp_pat
 
 
 def test_a_symlink_loop_a_fifo_and_a_huge_file_never_stop_a_pass(tmp_path: Path) -> None:
-    """Issue 15 cases 2 and 5: one pass publishes the good files, names the bad ones."""
+    """One pass publishes the good files, names the bad ones."""
     folder = Folder(tmp_path)
     folder.sync = FolderSync(folder.root, folder.publisher, WatchState(folder.state_path),
                              max_file_bytes=100)

@@ -1,4 +1,4 @@
-"""Issue 22 item 13: a restart sends a change still queued again at the same version.
+"""A restart sends a change still queued again at the same version.
 
 After a kill -9 during editing, the watcher's start-up pass found events it had
 published but the index did not hold yet (they still waited in the queue) and sent

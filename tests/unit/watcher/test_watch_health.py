@@ -1,4 +1,4 @@
-"""The embedded run's ``/healthz`` says when the folder watcher cannot go on (issue 15)."""
+"""The embedded run's ``/healthz`` says when the folder watcher cannot go on."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 22: the folder watcher and ``default_access_labels``.
+"""The folder watcher and ``default_access_labels``.
 
 The watcher publishes a file's default labels in its event, and remembers them with the
 file: a rule added (or changed) for a folder of files already indexed re-sends those

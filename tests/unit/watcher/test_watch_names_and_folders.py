@@ -1,4 +1,5 @@
-"""Issue 22 items 7 and 9 at the watcher: one file or one folder never stops it.
+"""Names that are not UTF-8 and unlistable folders at the watcher: one file or one folder
+never stops it.
 
 - a file whose name is not UTF-8 makes watchfiles' notifier raise on every wait
   from then on; the watcher makes a new notifier and compares the whole folder,

@@ -1,4 +1,4 @@
-"""Issue 22 item 6: a document id that prints like another is refused at every door.
+"""A document id that prints like another is refused at every door.
 
 ``refunds`` is one document; ``refunds\\u200b`` (a zero-width space), ``refunds\\u0085``
 (C1 next line), a right-to-left override, a trailing space, ``./refunds``, ``refunds/``

@@ -1,4 +1,4 @@
-"""Issue 22 item 15 (first part): the ``overloaded`` 503 names the queue the events wait
+"""The ``overloaded`` 503 names the queue the events wait
 for: the local queue in the embedded mode (it said "waiting for Kafka" there), Kafka in
 the Kafka mode. The receiver's config is the one the runtime builds from the settings."""
 

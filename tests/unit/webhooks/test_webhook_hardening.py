@@ -1,4 +1,4 @@
-"""Issue 15 on ``POST /webhooks/cms``: it refuses (422) what a worker would dead-letter,
+"""Hostile input to ``POST /webhooks/cms``: it refuses (422) what a worker would dead-letter,
 and, fuzzed over bodies, headers and signatures, answers only documented codes and
 publishes only what was valid and signed."""
 

@@ -415,8 +415,8 @@ class Settings(BaseSettings):
         None, description="The same JSON in a file (a mounted secret); wins over search_api_keys."
     )
     mcp_api_key: SecretStr | None = Field(
-        None, description="`mcp --stdio`: the key (one of search_api_keys) whose labels the "
-        "process's one caller gets.",
+        None, description="`policy-indexer mcp` (stdio): the key (one of search_api_keys) whose "
+        "labels the process's one caller gets.",
     )
     search_encoder: Literal["minilm", "hashing", "none"] = Field(
         "minilm",

@@ -17,7 +17,12 @@ from store.errors import StoreError
 @click.command()
 @click.pass_obj
 def mcp(settings: Settings) -> None:
-    """Serve the search_policy MCP tool on stdio."""
+    """Serve the search_policy MCP tool on stdio.
+
+    The caller gets the labels of POLICY_INDEXER_MCP_API_KEY (one of the keys in
+    POLICY_INDEXER_SEARCH_API_KEYS). Over HTTP, `policy-indexer serve` serves the same
+    tool at /mcp with a key per request.
+    """
     try:
         serve_mcp_stdio(settings)
     except SearchNotConfigured as exc:

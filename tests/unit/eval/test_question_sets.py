@@ -1,4 +1,4 @@
-"""The Mozilla question sets in eval/ pass the shared validator's checks.
+"""The question sets in eval/ (Mozilla en/de/fr, legalmattic) pass the shared validator's checks.
 
 The validator (``../shared/eval/check_qa.py``) was written for the Basecamp set:
 its ids look like ``bc01`` and its set-level minimums (40 answerable rows over 18
@@ -11,6 +11,12 @@ id pattern and the minimums are set to this set's own (see eval/README.md).
 The validator's paraphrase measure is English-only (ASCII ``[a-z0-9]+`` tokens,
 English stop words), so German and French paraphrase rows are also measured in
 their own language: Unicode words, that language's stop words, Snowball stems.
+
+The legalmattic set (eval/legalmattic-qa.jsonl over eval/legalmattic.jsonl.gz, which
+eval/make_changelog.py made from Automattic/legalmattic) is checked the same way: ids
+``lmNN``, and the validator's minimum of 18 documents set to the 6 documents of that
+library that have Markdown (ATX) headings; its other minimums (40 answerable, 10
+unanswerable) are the validator's own.
 """
 
 from __future__ import annotations
@@ -206,3 +212,96 @@ def test_paraphrase_rows_are_paraphrases_in_their_own_language(lang: str) -> Non
             if run:
                 problems.append(f"{row['id']} copies {run!r}")
     assert problems == []
+
+
+# --- legalmattic: a third library (Automattic/legalmattic), English only -------------------
+
+LEGALMATTIC_LOG = EVAL / "legalmattic.jsonl.gz"
+LEGALMATTIC_QA = EVAL / "legalmattic-qa.jsonl"
+# The library's 10 documents at the end, of which 6 have ATX headings (the validator's
+# heading rule needs one above every span); the other 4 cannot hold evidence.
+LEGALMATTIC_DOCUMENTS = 6
+LEGALMATTIC_KINDS = {
+    "paraphrase": 13,
+    "exception": 10,
+    "numeric": 6,
+    "keyword": 5,
+    "multi-hop": 6,
+    "no-document": 10,
+}
+
+
+def legalmattic_rows() -> list[dict[str, Any]]:
+    with LEGALMATTIC_QA.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.fixture(scope="module")
+def legalmattic_final(check_qa: ModuleType) -> dict[str, str]:
+    content, _, _ = check_qa.replay(LEGALMATTIC_LOG)
+    return dict(content)
+
+
+def test_legalmattic_rows_pass_the_validators_checks(
+    check_qa: ModuleType, legalmattic_final: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(check_qa, "ID_RE", re.compile(r"lm\d{2,}"))
+    library = check_qa.Library(legalmattic_final, {})
+    errors: list[str] = []
+    warnings: list[str] = []
+    tally = check_qa.Tally()
+    rows = legalmattic_rows()
+    for n, row in enumerate(rows, 1):
+        where = f"{LEGALMATTIC_QA.name} line {n} ({row.get('id')})"
+        check_qa.check_row(
+            library,
+            row,
+            tally,
+            err=lambda msg, where=where: errors.append(f"{where}: {msg}"),
+            warn=lambda msg, where=where: warnings.append(f"{where}: {msg}"),
+        )
+    ids = collections.Counter(row["id"] for row in rows)
+    errors += [f"id {i!r} is used {c} times" for i, c in ids.items() if c > 1]
+    questions = collections.Counter(row["question"].strip().lower() for row in rows)
+    errors += [f"question repeated: {q!r}" for q, c in questions.items() if c > 1]
+    monkeypatch.setattr(check_qa, "MIN_DOCS", LEGALMATTIC_DOCUMENTS)
+    check_qa.check_set(tally, errors)
+    assert errors == [], "\n".join(errors)
+    assert warnings == [], "\n".join(warnings)
+    assert dict(tally.kinds) == LEGALMATTIC_KINDS
+    assert len(tally.docs) == LEGALMATTIC_DOCUMENTS
+
+
+def test_legalmattic_evidence_lies_inside_one_chunk(legalmattic_final: dict[str, str]) -> None:
+    from chunker import chunk_document
+
+    def collapse(text: str) -> str:
+        return " ".join(text.split())
+
+    cut = []
+    for row in legalmattic_rows():
+        if row["evidence"] is None:
+            continue
+        chunks = chunk_document(row["document_id"], 1, legalmattic_final[row["document_id"]])
+        if not any(collapse(row["evidence"]) in collapse(chunk.text) for chunk in chunks):
+            cut.append(row["id"])
+    assert cut == []
+
+
+def test_legalmattic_change_log_is_in_the_corpora_format() -> None:
+    """seq from 1, versions counted per id across deletes, deletes without content."""
+    import gzip
+
+    versions: collections.Counter[str] = collections.Counter()
+    with gzip.open(LEGALMATTIC_LOG, "rt", encoding="utf-8") as f:
+        events = [json.loads(line) for line in f]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    for e in events:
+        versions[e["document_id"]] += 1
+        assert e["version"] == versions[e["document_id"]], e["seq"]
+        assert e["action"] in ("upsert", "delete")
+        assert ("content" in e) == (e["action"] == "upsert"), e["seq"]
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", e["changed_at"])
+        assert re.fullmatch(r"[0-9a-f]{12}", e["commit"])
+        assert e["document_id"] == e["path"].removesuffix(".md").removesuffix("/index")
+    assert [e["changed_at"] for e in events] == sorted(e["changed_at"] for e in events)

@@ -46,8 +46,10 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
+from typing import Any
 
 SKIP_NAMES = {
     "readme",
@@ -120,7 +122,9 @@ def read_blob(git_dir: str, commit: str, path: str) -> str:
     return text.removeprefix("\ufeff")
 
 
-def changes(git_dir: str, rev: str, extra_skips: tuple[str, ...], all_languages: bool):
+def changes(
+    git_dir: str, rev: str, extra_skips: tuple[str, ...], all_languages: bool
+) -> Iterator[dict[str, Any]]:
     versions: Counter[str] = Counter()
     seq = 0
     for commit, parent, when in mainline(git_dir, rev):

@@ -426,6 +426,25 @@ class Settings(BaseSettings):
     search_threshold: float | None = Field(
         None, description="The 'no document' threshold; None: the measured default."
     )
+    # A cross-encoder over the fused top, where the deployment has one (docs/search.md).
+    reranker_path: Path | None = Field(
+        None, description="An ONNX cross-encoder (its tokenizer.json beside it) that rescores "
+        "the fused top; its best score is the confidence. Unset: no reranker.",
+    )
+    reranker_sha256: str | None = Field(
+        None, pattern=r"^[0-9a-fA-F]{64}$",
+        description="The sha256 of the reranker_path file, checked at start (required with it).",
+    )
+    reranker_threshold: float | None = Field(
+        None, description="The reranker's 'no document' threshold, on its own logit scale "
+        "(required with reranker_path; choose it with `policy-indexer eval`).",
+    )
+    reranker_candidates: int = Field(
+        30, ge=1, le=200, description="How many of the fused top the reranker rescores.")
+    reranker_max_length: int = Field(
+        512, ge=8, le=8192, description="Tokens of a question/passage pair the reranker reads "
+        "(within its model's positions: checked at start).",
+    )
     search_metrics_token: SecretStr | None = Field(
         None, description="GET /metrics on the search port needs 'Authorization: Bearer "
         "<this>' (16+ bytes). Unset: /metrics there is 404, and the process's metrics are "
@@ -557,6 +576,19 @@ class Settings(BaseSettings):
         if value is not None and len(value.get_secret_value().encode("utf-8")) < 16:
             raise ValueError("search_metrics_token needs at least 16 bytes")
         return value
+
+    @model_validator(mode="after")
+    def _reranker_complete(self) -> Settings:
+        given = [name for name in ("reranker_sha256", "reranker_threshold")
+                 if getattr(self, name) is not None]
+        if self.reranker_path is None:
+            if given:
+                raise ValueError(f"{' and '.join(given)} set without reranker_path")
+        elif len(given) < 2:
+            missing = {"reranker_sha256", "reranker_threshold"} - set(given)
+            raise ValueError(f"reranker_path needs {' and '.join(sorted(missing))} (a "
+                             "cross-encoder's scale is its own: no default threshold)")
+        return self
 
     @field_validator("reindex_timezone")
     @classmethod

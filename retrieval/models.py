@@ -164,12 +164,13 @@ class SearchResponse(BaseModel):
     threshold: float = Field(
         description="What best_score is measured against: the dense cosine threshold, or "
         "the keyword threshold when no encoder is configured or the best passages have no "
-        "vector yet."
+        "vector yet; the reranker's own where a cross-encoder is configured."
     )
     best_score: float | None = None
     legs: list[Leg] = Field(
         default_factory=list,
         description="The legs that returned candidates: 'keyword' (BM25 over analysed "
-        "terms), 'dense' (vectors). Only 'keyword' while the vectors have not arrived.",
+        "terms), 'dense' (vectors). Only 'keyword' while the vectors have not arrived. A "
+        "reranker is not a leg: it reorders what the legs found.",
     )
     took_ms: float = 0.0

@@ -31,6 +31,11 @@
   are kept (``embeddings.query_cache``): a repeated question is not encoded.
 - When the filters leave no more than k chunks, all of them come back, ranked
   (those neither leg found last, with score 0).
+- A cross-encoder (``reranker``, ``retrieval.rerank``), where the deployment has
+  one, rescores the fused top ``reranker_candidates`` (chunks the filters
+  admitted, nothing else) on their embed text and reorders them; its best score
+  is then the confidence, against its own threshold. It is not a leg: ``legs``
+  still names the legs that found the candidates. Without one, nothing changes.
 - Neighbours: the ``related`` links of each ranked passage (an exception and
   its rule), then its previous/next chunk, at most ``k`` in all, never counted
   in k and never one that is already ranked.
@@ -43,6 +48,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING
 
 from analysis.languages import detect, normalise
 from analysis.terms import analyse, query_terms
@@ -62,7 +68,10 @@ from store.search_index import (
     Vector,
     check_labels,
 )
-from store.search_terms import chunk_terms
+from store.search_terms import chunk_terms, text_to_embed
+
+if TYPE_CHECKING:  # onnxruntime loads only where a reranker is configured
+    from retrieval.rerank import Reranker
 
 # Measured on the basecamp QA set (bench/bench_retrieval.py, docs/search.md).
 DEFAULT_THRESHOLD = 0.30  # best dense cosine (MiniLM): refuses the off-topic, see docs/search.md
@@ -70,6 +79,7 @@ DEFAULT_KEYWORD_THRESHOLD = 0.5  # share of the question's terms in the best pas
 # Below this detector probability the question is also analysed in English.
 SURE_LANGUAGE = 0.95
 CANDIDATES = 50  # hits asked of each leg before fusion
+RERANKER_CANDIDATES = 30  # of the fused top, rescored by the reranker
 # no_access: question terms a hidden chunk's title and heading path must hold (or all of
 # its own, when it has fewer), and how many hidden chunks are looked at.
 MIN_HEADING_TERMS = 2
@@ -109,6 +119,8 @@ class SearchService:
         rrf_k: int = DEFAULT_RRF_K,
         candidates: int = CANDIDATES,
         query_cache_size: int = QUERY_CACHE_SIZE,
+        reranker: Reranker | None = None,
+        reranker_candidates: int = RERANKER_CANDIDATES,
     ) -> None:
         self.index = index
         self.encoder = encoder
@@ -118,6 +130,8 @@ class SearchService:
         self.clock = clock
         self.rrf_k = rrf_k
         self.candidates = candidates
+        self.reranker = reranker
+        self.reranker_candidates = reranker_candidates
         self.query_vectors = (
             QueryVectors(encoder, query_cache_size) if encoder is not None else None
         )
@@ -130,6 +144,8 @@ class SearchService:
 
     @property
     def active_threshold(self) -> float:
+        if self.reranker is not None:
+            return self.reranker.threshold
         return self.threshold if self.encoder is not None else self.keyword_threshold
 
     def search(self, request: SearchRequest, caller_labels: frozenset[str]) -> SearchResponse:
@@ -154,7 +170,7 @@ class SearchService:
         filters = SearchFilters(as_of, tuple(request.scope), labels)
         terms = query_terms(request.question, self._languages(request))
         vector = self._start_encoding(request.question)
-        ranked = self._rank(terms, vector, filters, request.k)
+        ranked = self._rank(request.question, terms, vector, filters, request.k)
         status: Status = "ok"
         if not self._answers(ranked):
             status = "no_document"
@@ -199,7 +215,8 @@ class SearchService:
         return [code] if code == "en" or probability >= SURE_LANGUAGE else [code, "en"]
 
     def _rank(
-        self, terms: list[str], vector: VectorSource, filters: SearchFilters, k: int
+        self, question: str, terms: list[str], vector: VectorSource, filters: SearchFilters,
+        k: int,
     ) -> _Ranked:
         keyword, dense = self._legs(terms, vector, filters)
         legs: tuple[Leg, ...] = (*(("keyword",) if keyword else ()),
@@ -218,6 +235,8 @@ class SearchService:
                 )
         if not chunks:
             return _Ranked([], {}, None, self.active_threshold, legs)
+        if self.reranker is not None:
+            return self._rerank(self.reranker, question, chunks, scores, legs)
         if self.encoder is None:
             return _Ranked(chunks, scores, _coverage(terms, chunks[:k]), self.keyword_threshold,
                            legs)
@@ -234,6 +253,19 @@ class SearchService:
                 return _Ranked(chunks, scores, coverage, self.keyword_threshold, legs)
         return _Ranked(chunks, scores, cosine if cosine is not None else 0.0, self.threshold,
                        legs)
+
+    def _rerank(self, reranker: Reranker, question: str, chunks: list[Chunk],
+                scores: dict[str, float], legs: tuple[Leg, ...]) -> _Ranked:
+        """The top candidates in the reranker's order, its scores, its best as the confidence.
+
+        ``chunks`` are the filtered search's own: no chunk the caller may not see is here.
+        """
+        top = chunks[: self.reranker_candidates]
+        rescored = reranker.score(question, [text_to_embed(c) for c in top])
+        order = sorted(range(len(top)), key=lambda i: -rescored[i])  # stable on ties
+        scores = scores | {top[i].chunk_id: rescored[i] for i in order}
+        return _Ranked([top[i] for i in order] + chunks[len(top):], scores, max(rescored),
+                       reranker.threshold, legs)
 
     def _without_vectors(self, chunks: list[Chunk], dense_ids: set[str]) -> list[Chunk]:
         """Those of ``chunks`` that have no vector of this encoder yet."""

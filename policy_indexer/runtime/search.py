@@ -42,6 +42,7 @@ from store.errors import StoreError
 
 if TYPE_CHECKING:
     from retrieval.eval import EvalReport
+    from retrieval.rerank import Reranker
 
 log = structlog.get_logger(__name__)
 
@@ -61,6 +62,21 @@ def make_encoder(settings: Settings) -> Encoder | None:
     from embeddings.minilm import MiniLMEncoder  # noqa: PLC0415
 
     return MiniLMEncoder(threads=settings.embed_threads)
+
+
+def make_reranker(settings: Settings) -> Reranker | None:
+    """The cross-encoder of ``reranker_path``, checked now (a bad file fails the start)."""
+    path, sha256, threshold = (settings.reranker_path, settings.reranker_sha256,
+                               settings.reranker_threshold)
+    if path is None or sha256 is None or threshold is None:  # the settings require all three
+        return None
+    from retrieval.rerank import OnnxCrossEncoder, RerankerSetupError  # noqa: PLC0415
+
+    try:
+        return OnnxCrossEncoder(path, sha256=sha256, threshold=threshold,
+                                max_length=settings.reranker_max_length)
+    except RerankerSetupError as exc:
+        raise SearchNotConfigured(f"POLICY_INDEXER_RERANKER_PATH: {exc}") from exc
 
 
 @dataclass
@@ -83,12 +99,14 @@ class SearchParts:
 
 def search_service(settings: Settings, backends: Backends,
                    registry: CollectorRegistry | None = None, *,
-                   freshness: bool = True) -> SearchParts:
+                   freshness: bool = True, rerank: bool = True) -> SearchParts:
     """The service over the mode's index, its queries encoded through the cache.
 
     With a source configured, every passage says whether its document is behind
-    the source (listed once here; ``freshness_part`` keeps it current).
+    the source (listed once here; ``freshness_part`` keeps it current). The
+    reranker, where configured (and ``rerank``), is loaded first and once.
     """
+    reranker = make_reranker(settings) if rerank else None
     index = backends.search_index()
     inner = make_encoder(settings)
     cached: CachedEncoder | None = None
@@ -106,7 +124,9 @@ def search_service(settings: Settings, backends: Backends,
         fresh.refresh()
     options = {} if settings.search_threshold is None else {
         "threshold": settings.search_threshold, "keyword_threshold": settings.search_threshold}
-    service = SearchService(index, cached, freshness=fresh, **options)  # type: ignore[arg-type]
+    service = SearchService(index, cached, freshness=fresh, reranker=reranker,
+                            reranker_candidates=settings.reranker_candidates,
+                            **options)  # type: ignore[arg-type]
 
     def close() -> None:
         service.close()  # its question-encoding thread
@@ -210,12 +230,14 @@ def search_app(settings: Settings, service: SearchService, registry: CollectorRe
 
 @contextmanager
 def searching(settings: Settings, registry: CollectorRegistry | None = None, *,
-              freshness: bool = True) -> Iterator[tuple[Backends, SearchParts]]:
+              freshness: bool = True, rerank: bool = True,
+              ) -> Iterator[tuple[Backends, SearchParts]]:
     """The mode's backends and the search service over them, closed on exit."""
     backends = open_backends(settings)
     with Supervisor() as parts:
         parts.add_stop("backends", backends.close)
-        search = search_service(settings, backends, registry, freshness=freshness)
+        search = search_service(settings, backends, registry, freshness=freshness,
+                                rerank=rerank)
         parts.add_stop("search", search.close)
         yield backends, search
 
@@ -275,8 +297,9 @@ def embed(settings: Settings, *, once: bool) -> int:
     from embeddings.backfill import reembed  # noqa: PLC0415
 
     registry = process_registry()
-    # no passage is returned here: listing the source for freshness would be wasted
-    with searching(settings, registry, freshness=False) as (backends, search):
+    # no passage is returned here: listing the source for freshness (or loading the
+    # reranker) would be wasted
+    with searching(settings, registry, freshness=False, rerank=False) as (backends, search):
         if search.encoder is None:
             raise SearchNotConfigured("POLICY_INDEXER_SEARCH_ENCODER=none: nothing to embed")
         if once:
@@ -299,10 +322,14 @@ def evaluate_file(settings: Settings, qa_path: Path,
     Unnecessary refusals are measured by asking again with the threshold off.
     """
     from retrieval.eval import evaluate, load_rows  # noqa: PLC0415
+    from retrieval.rerank import WithThreshold  # noqa: PLC0415
 
     rows = load_rows(qa_path)
     with searching(settings) as (_backends, search):
         service = search.service
-        unthresholded = SearchService(service.index, service.encoder, threshold=-1e9,
-                                      keyword_threshold=-1e9)
+        reranker = service.reranker
+        unthresholded = SearchService(
+            service.index, service.encoder, threshold=-1e9, keyword_threshold=-1e9,
+            reranker=WithThreshold(reranker, -1e9) if reranker is not None else None,
+            reranker_candidates=service.reranker_candidates)
         return evaluate(service, rows, profiles, unthresholded=unthresholded)

@@ -56,6 +56,9 @@ class HealthState:
     # What the backoff waits for: "store" (unreachable, disk full, blocked, locked) or
     # "transport" (Kafka, the dead-letter sink); None while not retrying.
     waiting_for: str | None = None
+    # time.monotonic() of the worker loop's last turn (None before the first): liveness
+    # fails when it is too old (a stuck loop), see policy_indexer.runtime.probes.
+    heartbeat: float | None = None
 
 
 def call_with_retry(

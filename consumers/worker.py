@@ -128,6 +128,7 @@ class Worker:
     # -- steps -------------------------------------------------------------
     def _poll(self, timeout_s: float) -> list[Delivery]:
         self.metrics.beat()
+        self.health.heartbeat = time.monotonic()  # liveness: the loop turns (backoff too)
         try:
             batch = self.consumer.poll(self.max_records, timeout_s)
         except ConsumeError as exc:

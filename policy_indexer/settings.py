@@ -25,6 +25,7 @@ from consumers.retry import RetryPolicy
 if TYPE_CHECKING:
     from webhooks.limits import HttpLimits
 from deleter.sweep import DEFAULT_GRACE
+from policy_indexer.runtime.probes import ProbePolicy
 from sources.hidden import parse_hidden_allow
 from sources.label_defaults import parse_label_defaults
 from sources.limits import MAX_FILE_BYTES, MAX_PAGE_SIZE, PAGE_SIZE, TIMEOUT_SECONDS
@@ -190,6 +191,16 @@ class Settings(BaseSettings):
     metrics_port: int = Field(9464, ge=0, le=65535)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["json", "console"] = "json"
+    readiness_grace_seconds: float = Field(
+        60.0, ge=0,
+        description="/readyz stays 200 this long while a process retries a dependency or "
+        "its passes fail (the reason in the body), then 503; 0: 503 at once.",
+    )
+    liveness_heartbeat_seconds: float | None = Field(
+        180.0, gt=0,
+        description="/healthz is 503 when the worker loop has not turned for this long "
+        "(a stuck loop, restarted by the orchestrator); unset: not judged.",
+    )
 
     # Indexing worker ---------------------------------------------------
     pipeline: Literal["embedded", "kafka"] = Field(
@@ -615,6 +626,11 @@ class Settings(BaseSettings):
             max_s=self.retry_max_seconds,
             max_attempts=self.retry_max_attempts,
         )
+
+    def probe_policy(self) -> ProbePolicy:
+        """How /readyz and /healthz judge a process's health (runtime.probes)."""
+        return ProbePolicy(readiness_grace_s=self.readiness_grace_seconds,
+                           heartbeat_timeout_s=self.liveness_heartbeat_seconds)
 
     def commit_policy(self) -> CommitPolicy:
         """When a worker commits what it has processed (Kafka and embedded alike)."""

@@ -11,7 +11,8 @@ package, and print. Nothing below this package imports it, and nothing imports
 - ``sources``: the configured source (CMS API, folder, change log).
 - ``parts`` and ``supervisor``: the ``Part`` protocol (start, stop, alive, error) and
   the one supervisor that owns threads, processes, signals and shutdown order.
-- ``http``: ``/metrics`` and ``/healthz`` for every long-running process.
+- ``http``: ``/metrics`` and ``/healthz`` for every long-running process; ``probes``:
+  what ``/readyz`` and ``/healthz`` answer (the readiness grace, the worker's heartbeat).
 - ``faults``: the crash hook for tests (installed only by a test entry point).
 - ``worker``, ``jobs``, ``embedded``, ``kafka``, ``status``: the processes and
   one-shot jobs that commands start.

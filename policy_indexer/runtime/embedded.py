@@ -40,7 +40,13 @@ from policy_indexer.runtime import faults
 from policy_indexer.runtime.backends import EmbeddedBackends, index_path, queue_path
 from policy_indexer.runtime.dead_letters import refusals
 from policy_indexer.runtime.first_indexing import FirstIndexing
-from policy_indexer.runtime.http import Health, MetricsServer, process_registry, worker_health
+from policy_indexer.runtime.http import (
+    Health,
+    MetricsServer,
+    process_registry,
+    worker_health,
+    worker_heartbeat,
+)
 from policy_indexer.runtime.jobs import (
     freshness_monitor,
     job_runner,
@@ -122,7 +128,8 @@ def _start(settings: Settings, backends: EmbeddedBackends, parts: Supervisor,
     watched: list[WatcherThread] = []  # the folder watcher, once started: /healthz says its state
     try:
         server = MetricsServer(settings.metrics_host, settings.metrics_port, registry,
-                               with_watcher(worker_health(health), watched))
+                               with_watcher(worker_health(health), watched),
+                               policy=settings.probe_policy(), heartbeat=worker_heartbeat(health))
     except OSError as exc:
         raise PartError(f"/metrics cannot listen on {settings.metrics_host}:"
                         f"{settings.metrics_port} (POLICY_INDEXER_METRICS_PORT): {exc}") from exc

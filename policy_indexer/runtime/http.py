@@ -1,15 +1,19 @@
 """``/metrics``, ``/healthz`` and ``/readyz`` for every long-running process, served one way.
 
 ``/metrics`` is the process's one registry. Both probes answer the body of the
-process's ``health`` function (``{"status": ..., ...}``):
+process's ``health`` function (``{"status": ..., ...}``), judged by
+``policy_indexer.runtime.probes.Probes``:
 
-- ``/readyz`` (readiness): 200 only while the status is ``ok``; 503 while a worker
-  connects to Kafka and Elasticsearch at start (``starting``), backs off from a
-  transient failure or is away from Kafka (``retrying``), drains on SIGTERM
-  (``stopping``), or while a part cannot go on;
-- ``/healthz`` (liveness): 200 while the process serves, 503 only when a part says
-  it ``failed`` (the folder watcher that cannot go on): a restart may help then,
-  never for ``retrying``, which a restart would not mend.
+- ``/readyz`` (readiness): 200 while the status is ``ok``; 503 at once while a worker
+  connects to Kafka and Elasticsearch at start (``starting``) or drains on SIGTERM
+  (``stopping``); a worker that backs off from a transient failure or is away from
+  Kafka (``retrying``), or a part whose passes fail (``failing``), stays 200 for the
+  readiness grace (``POLICY_INDEXER_READINESS_GRACE_SECONDS``), the reason in the body,
+  then 503;
+- ``/healthz`` (liveness): 200 while the process serves, 503 when a part says it
+  ``failed`` (the folder watcher that cannot go on) or the worker loop's heartbeat is
+  older than ``POLICY_INDEXER_LIVENESS_HEARTBEAT_SECONDS`` (a stuck loop): a restart
+  may help then, never for ``retrying``, which a restart would not mend.
 
 Any other path is 404, so a probe of the wrong path fails.
 """
@@ -18,7 +22,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -32,10 +35,10 @@ from prometheus_client import (
 )
 
 from consumers.retry import HealthState
+from policy_indexer.runtime.probes import Health, Heartbeat, ProbePolicy, Probes, no_heartbeat
 
-Health = Callable[[], dict[str, Any]]
-# The statuses for which liveness fails (the orchestrator restarts the process).
-LIVENESS_FAILURES = frozenset({"failed"})
+__all__ = ["Health", "MetricsServer", "ProbePolicy", "always_ok", "process_registry",
+           "worker_health", "worker_heartbeat"]
 
 
 def process_registry() -> CollectorRegistry:
@@ -71,6 +74,11 @@ def worker_health(health: HealthState) -> Health:
     return report
 
 
+def worker_heartbeat(health: HealthState) -> Heartbeat:
+    """The worker loop's last turn (monotonic), for liveness; None before its first."""
+    return lambda: health.heartbeat
+
+
 class MetricsServer:
     """A small threaded HTTP server; also a ``Part`` (name, start, stop, alive, error)."""
 
@@ -78,8 +86,11 @@ class MetricsServer:
     error = None
 
     def __init__(self, host: str, port: int, registry: CollectorRegistry,
-                 health: Health = always_ok) -> None:
-        registry_, health_ = registry, health
+                 health: Health = always_ok, *, policy: ProbePolicy | None = None,
+                 heartbeat: Heartbeat = no_heartbeat) -> None:
+        registry_ = registry
+        probes = Probes(health, policy, heartbeat=heartbeat)
+        self.probes = probes
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
@@ -87,12 +98,8 @@ class MetricsServer:
                 if path == "/metrics":
                     self._send(200, CONTENT_TYPE_LATEST, generate_latest(registry_))
                 elif path in ("/healthz", "/readyz"):
-                    body = health_()
-                    status = body.get("status")
-                    if path == "/readyz":  # readiness: working, its dependencies answer
-                        code = 200 if status == "ok" else 503
-                    else:  # liveness: only a part that cannot go on asks for a restart
-                        code = 503 if status in LIVENESS_FAILURES else 200
+                    code, body = (probes.readiness() if path == "/readyz"
+                                  else probes.liveness())
                     self._send(code, "application/json", json.dumps(body).encode())
                 else:
                     self._send(404, "text/plain", b"not found: /metrics, /healthz or /readyz\n")

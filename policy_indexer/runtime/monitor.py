@@ -65,7 +65,7 @@ def run_monitor(settings: Settings, *, port: int | None = None,
     with parts:
         server = MetricsServer(settings.metrics_host,
                                settings.monitor_metrics_port if port is None else port,
-                               registry, health)
+                               registry, health, policy=settings.probe_policy())
         parts.start(server)
         parts.start(ThreadPart("freshness monitor", lambda: monitor.run_forever(interval),
                                monitor.stop))

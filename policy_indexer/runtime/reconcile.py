@@ -123,7 +123,7 @@ def run_scheduler(settings: Settings, *, port: int | None,
         # store cannot be reached the scheduler is alive, not ready, and retries.
         server = MetricsServer(settings.metrics_host,
                                settings.scheduler_metrics_port if port is None else port,
-                               registry, status.health)
+                               registry, status.health, policy=settings.probe_policy())
         parts.start(server)
         opened = until_ready(open_ready, what="the run log's store", state=status,
                              stop=stopping, policy=settings.retry_policy())

@@ -260,7 +260,7 @@ def serve_search(settings: Settings) -> None:
         with Supervisor() as parts:
             # /metrics on the search port needs its token; this one is on metrics_host
             metrics_server = MetricsServer(settings.metrics_host, settings.metrics_port,
-                                           registry)
+                                           registry, policy=settings.probe_policy())
             parts.start(metrics_server)
             server = UvicornThread("search server", app, settings.search_host,
                                    settings.search_port, "POLICY_INDEXER_SEARCH_PORT",
@@ -306,7 +306,8 @@ def embed(settings: Settings, *, once: bool) -> int:
             return reembed(backends.search_index(), search.encoder, progress=True,
                            batch_size=settings.embed_batch_size)
         with Supervisor() as parts:
-            server = MetricsServer(settings.metrics_host, settings.metrics_port, registry)
+            server = MetricsServer(settings.metrics_host, settings.metrics_port, registry,
+                                   policy=settings.probe_policy())
             parts.start(server)
             parts.start(backfill_part(settings, backends, registry, search.encoder))
             log.info("vector backfill started", model_id=search.encoder.model_id,

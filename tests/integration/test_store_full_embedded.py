@@ -114,7 +114,9 @@ def test_a_full_index_disk_is_waited_for_and_every_event_indexed_after_space_is_
     port = free_port()
     env = clean_env(embedded_dir=str(data), metrics_port=str(port), log_level="WARNING",
                     retry_initial_seconds="0.05", retry_max_seconds="0.5",
-                    commit_every_records="20")
+                    commit_every_records="20",
+                    # 503 as soon as it backs off (the grace is tested in test_probes.py)
+                    readiness_grace_seconds="0")
     deployment = EmbeddedRun(root=tmp_path, data=data, env=env, port=port, cwd=tmp_path)
     expected = changelog(tmp_path / "generated.jsonl")
     run = deployment.start()

@@ -266,3 +266,18 @@ def test_a_stop_while_backing_off_commits_what_is_done_and_closes(
     worker.request_stop()
     assert consumer.closed.wait(10), "the worker did not close its consumer"
     assert consumer.committed == {P0: 1}  # the record in hand stays uncommitted
+
+
+def test_the_loop_beats_while_it_backs_off_so_liveness_restarts_only_a_stuck_loop(
+    start: Callable[..., Worker],
+) -> None:
+    """/healthz judges ``health.heartbeat`` (runtime.probes): a worker waiting for its
+    store keeps turning (it polls its paused partitions), so it stays alive."""
+    store = FlakyStore()
+    store.down.set()
+    health = HealthState()
+    start(FakeConsumer([record(P0, 0, "refund")], assigned={P0}), store, health=health)
+    wait_until(lambda: health.retrying, 10, "the worker to back off")
+    first = wait_until(lambda: health.heartbeat, 10, "a heartbeat") or 0.0
+    wait_until(lambda: health.heartbeat or 0.0, 10, "a later heartbeat while backing off",
+               accept=lambda beat: beat > first and health.retrying)

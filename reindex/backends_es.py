@@ -23,6 +23,7 @@ from reindex.errors import LeaseError
 from reindex.lease import LeaseRecord
 from reindex.runs import RunRecord
 from store.errors import StoreError
+from store.es_indices import ensure_index
 from store.es_requests import translate as es_call
 
 RUN_PROPERTIES: dict[str, Any] = {
@@ -46,39 +47,6 @@ LEASE_PROPERTIES: dict[str, Any] = {
 }
 
 
-def _create_index(
-    client: Elasticsearch, index: str, properties: dict[str, Any], replicas: int
-) -> None:
-    if es_call(f"check index {index!r}", client.indices.exists, index=index):
-        _keep_replicas(client, index, replicas)
-        return
-    try:
-        es_call(
-            f"create index {index!r}",
-            client.indices.create,
-            index=index,
-            settings={"number_of_shards": 1, "number_of_replicas": replicas},
-            mappings={"dynamic": False, "properties": properties},
-        )
-    except StoreError as exc:
-        if "resource_already_exists_exception" not in str(exc):
-            raise
-    # A search on a shard still starting answers 503: wait until it can be searched.
-    es_call(f"wait for index {index!r}", client.cluster.health, index=index,
-            wait_for_status="yellow", timeout="30s")
-
-
-def _keep_replicas(client: Elasticsearch, index: str, replicas: int) -> None:
-    """An index made before ``index_replicas`` changed gets the configured replica count."""
-    got = es_call(f"read the settings of {index!r}", client.indices.get_settings, index=index,
-                  name="index.number_of_replicas")
-    current = [int(v["settings"]["index"]["number_of_replicas"]) for v in got.body.values()]
-    if current and all(n == replicas for n in current):
-        return
-    es_call(f"set {index!r} to {replicas} replicas", client.indices.put_settings, index=index,
-            settings={"index": {"number_of_replicas": replicas}})
-
-
 def _dt(value: object) -> datetime | None:
     return datetime.fromisoformat(value) if isinstance(value, str) else None
 
@@ -90,7 +58,7 @@ class ElasticsearchRunLog:
         self.replicas = replicas
 
     def ensure_ready(self) -> None:
-        _create_index(self.client, self.index, RUN_PROPERTIES, self.replicas)
+        ensure_index(self.client, self.index, RUN_PROPERTIES, self.replicas)
 
     def save(self, record: RunRecord) -> None:
         body = {
@@ -138,7 +106,7 @@ class ElasticsearchLeaseBackend:
 
     def ensure_ready(self) -> None:
         try:
-            _create_index(self.client, self.index, LEASE_PROPERTIES, self.replicas)
+            ensure_index(self.client, self.index, LEASE_PROPERTIES, self.replicas)
         except StoreError as exc:
             raise LeaseError(f"cannot create the lease index {self.index!r}: {exc}") from exc
 

@@ -36,6 +36,14 @@ VALUE_SETS: dict[str, list[str]] = {
         "--set", f"monitoring.runbooksUrl={RUNBOOKS}",
     ],
     "embedded": ["--set", "mode=embedded"],
+    # the workers under KEDA, a NetworkPolicy per component, two of every scalable process
+    "scaled": [
+        "--set", "autoscaling.keda.enabled=true",
+        "--set", "networkPolicy.enabled=true",
+        "--set", "components.search.enabled=true",
+        "--set", "components.embed.replicas=2",
+    ],
+    "embedded-isolated": ["--set", "mode=embedded", "--set", "networkPolicy.enabled=true"],
 }
 
 
@@ -102,6 +110,12 @@ def test_kubeconform_rejects_a_misspelt_field_and_an_unknown_kind() -> None:
     unknown = manifests + "\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n"
     result = kubeconform(unknown, "1.33.0")
     assert result.returncode == 1 and "could not find schema for Widget" in result.stdout
+    # KEDA's resources are checked against KEDA's own CRD schema, not skipped
+    scaled = render(VALUE_SETS["scaled"])
+    for good, bad in (("maxReplicaCount:", "maxReplicasCount:"),
+                      ("secretTargetRef:", "secretTargetRefs:")):
+        result = kubeconform(scaled.replace(good, bad, 1), "1.33.0")
+        assert result.returncode == 1 and bad.rstrip(":") in result.stdout, result.stdout
 
 
 def test_every_process_is_probed_non_root_and_read_only() -> None:
@@ -254,3 +268,96 @@ def test_values_schema_refuses_a_misspelt_or_bad_value(value: str, error: str) -
     result = helm("template", "pi", str(CHART), "--kube-version", "1.33.0", "--set", value)
     assert result.returncode != 0
     assert error in result.stderr, result.stderr
+
+
+def test_every_budget_lets_an_unhealthy_pod_go() -> None:
+    """A crash-looping pod never holds a node drain (unhealthyPodEvictionPolicy)."""
+    budgets = by_kind(documents(VALUE_SETS["everything"]), "PodDisruptionBudget")
+    assert budgets
+    for name, budget in budgets.items():
+        assert budget["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow", name
+
+
+def test_probes_and_replicas_are_the_production_defaults() -> None:
+    """Readiness rides out a short retry, liveness watches the worker's heartbeat, and
+    every index has a copy on another node."""
+    config = by_kind(documents([]), "ConfigMap")["pi-policy-indexer-config"]["data"]
+    assert float(config["POLICY_INDEXER_READINESS_GRACE_SECONDS"]) >= 30
+    assert float(config["POLICY_INDEXER_LIVENESS_HEARTBEAT_SECONDS"]) > 0
+    assert int(config["POLICY_INDEXER_INDEX_REPLICAS"]) >= 1
+
+
+def spread_of(deployment: dict[str, Any]) -> list[dict[str, Any]]:
+    constraints: list[dict[str, Any]] = deployment["spec"]["template"]["spec"].get(
+        "topologySpreadConstraints", [])
+    return constraints
+
+
+def test_every_multi_replica_component_spreads_over_zones_and_nodes() -> None:
+    for values in ("everything", "scaled"):
+        for name, deployment in by_kind(documents(VALUE_SETS[values]), "Deployment").items():
+            component = deployment["spec"]["selector"]["matchLabels"][
+                "app.kubernetes.io/component"]
+            replicas = deployment["spec"].get("replicas")  # None: KEDA decides
+            constraints = spread_of(deployment)
+            if replicas is not None and replicas <= 1:
+                assert not constraints, name
+                continue
+            assert {c["topologyKey"] for c in constraints} == {
+                "topology.kubernetes.io/zone", "kubernetes.io/hostname"}, (values, name)
+            for constraint in constraints:
+                selector = constraint["labelSelector"]["matchLabels"]
+                assert selector["app.kubernetes.io/component"] == component
+                assert constraint["matchLabelKeys"] == ["pod-template-hash"]
+
+
+def test_keda_scales_the_workers_on_lag_up_to_the_partitions_and_is_off_by_default() -> None:
+    assert not by_kind(documents([]), "ScaledObject")
+    docs = documents([*VALUE_SETS["scaled"], "--set", "kafkaTopics.partitions=6"])
+    worker = by_kind(docs, "Deployment")["pi-policy-indexer-worker"]
+    assert "replicas" not in worker["spec"], "KEDA owns the worker's replicas"
+    (scaled,) = by_kind(docs, "ScaledObject").values()
+    spec = scaled["spec"]
+    assert spec["scaleTargetRef"] == {"name": "pi-policy-indexer-worker"}
+    assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (1, 6)
+    (trigger,) = spec["triggers"]
+    assert trigger["type"] == "kafka"
+    assert trigger["metadata"] | {"lagThreshold": "100"} == {
+        "bootstrapServers": "policy-kafka-kafka-bootstrap:9093", "consumerGroup": "policy-indexer",
+        "topic": "policy.document-changes", "lagThreshold": "100", "sasl": "scram_sha512",
+        "tls": "enable"}
+    auth = by_kind(docs, "TriggerAuthentication")[trigger["authenticationRef"]["name"]]
+    assert {r["parameter"]: r["name"] for r in auth["spec"]["secretTargetRef"]} == {
+        "password": "policy-indexer-kafka", "ca": "policy-kafka-cluster-ca-cert"}
+    assert auth["spec"]["env"] == [{"parameter": "username", "containerName": "worker",
+                                    "name": "POLICY_INDEXER_KAFKA_SASL_USERNAME"}]
+    plain = documents(["--set", "autoscaling.keda.enabled=true", "--set",
+                       "config.POLICY_INDEXER_KAFKA_SECURITY_PROTOCOL=PLAINTEXT"])
+    (trigger,) = next(iter(by_kind(plain, "ScaledObject").values()))["spec"]["triggers"]
+    assert "authenticationRef" not in trigger and trigger["metadata"]["tls"] == "disable"
+    assert not by_kind(plain, "TriggerAuthentication")
+
+
+def test_a_network_policy_per_component_off_by_default() -> None:
+    assert not by_kind(documents([]), "NetworkPolicy")
+    docs = documents(VALUE_SETS["scaled"])
+    policies = by_kind(docs, "NetworkPolicy")
+    assert set(policies) == {f"pi-policy-indexer-{c}" for c in
+                             ("worker", "webhook", "monitor", "scheduler", "search", "embed")}
+    for name, policy in policies.items():
+        assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"], name
+        component = name.removeprefix("pi-policy-indexer-")
+        assert policy["spec"]["podSelector"]["matchLabels"][
+            "app.kubernetes.io/component"] == component
+        ports = {p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]}
+        assert ports == ({"http", "metrics"} if component == "search"
+                         else {"http"} if component == "webhook" else {"metrics"}), name
+        dns = policy["spec"]["egress"][0]["ports"]
+        assert {(p["port"], p["protocol"]) for p in dns} == {(53, "UDP"), (53, "TCP")}
+    search = {r["ports"][0]["port"]: r["from"] for r in policies["pi-policy-indexer-search"][
+        "spec"]["ingress"]}
+    assert search["http"] == [{"podSelector": {}}]
+    assert search["metrics"][0]["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": "monitoring"}
+    (embedded,) = by_kind(documents(VALUE_SETS["embedded-isolated"]), "NetworkPolicy").values()
+    assert embedded["metadata"]["name"] == "pi-policy-indexer-embedded"

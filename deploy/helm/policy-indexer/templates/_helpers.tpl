@@ -43,7 +43,8 @@ app.kubernetes.io/part-of: policy-indexer
 {{- end -}}
 
 {{/*
-The pod spec of one process. Call with (dict "root" $ "component" NAME "spec" VALUES).
+The pod spec of one process. Call with (dict "root" $ "component" NAME "spec" VALUES "spread" BOOL); spread: the
+component runs more than one replica (topologySpreadConstraints).
 The component name is the pod's app.kubernetes.io/component label, which the PodMonitor
 copies to the `component` label the alert rules select on.
 */}}
@@ -174,5 +175,19 @@ spec:
   {{- with $root.Values.affinity }}
   affinity:
     {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- if and .spread $root.Values.topologySpread.enabled }}
+  # More than one replica: spread over zones and nodes, so losing one takes one replica.
+  topologySpreadConstraints:
+    {{- range $root.Values.topologySpread.constraints }}
+    - topologyKey: {{ .topologyKey }}
+      maxSkew: {{ .maxSkew }}
+      whenUnsatisfiable: {{ .whenUnsatisfiable }}
+      labelSelector:
+        matchLabels:
+          {{- include "policy-indexer.selectorLabels" $root | nindent 10 }}
+          app.kubernetes.io/component: {{ $.component }}
+      matchLabelKeys: [pod-template-hash]
+    {{- end }}
   {{- end }}
 {{- end -}}

@@ -17,6 +17,9 @@ Nothing is registered at import; pass the registry in. Names, types, meanings:
   ``//host``...). A link is otherwise always set, so null means dropped. Not 0: a
   source sends documents with a hostile or broken path (find them by ``link`` null).
 
+The search run log's ``RunLogMetrics`` and ``check_citations``' ``CitationMetrics``
+are declared below, each with its names and meanings.
+
 Cardinality of ``document_id``: the first ``max_documents`` distinct ids (default
 2,000, well above a policy library's size) get their own series; any further id
 is counted under ``document_id="_other"``, so a store full of generated or
@@ -118,3 +121,69 @@ class SearchMetrics:
                 self._seen.add(document_id)
                 return document_id
         return OTHER_DOCUMENT
+
+
+RUN_OUTCOMES = ("recorded", "failed")
+CITATION_RESULTS = ("ok", "problem")
+REPLY_RESULTS = ("ok", "wrong")
+
+
+@dataclass(frozen=True)
+class RunLogMetrics:
+    """``policy_indexer_search_runs_total{outcome}`` counter: searches whose run was
+    ``recorded``, or ``failed`` to be (the answer went out with ``run_id: null``).
+    Not 0 for ``failed``: the run log is unwritable (disk, Elasticsearch), and
+    replies of those searches cannot be checked against their passages."""
+
+    runs: Counter
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry) -> RunLogMetrics:
+        runs = Counter("search_runs", "Search runs by outcome of recording them.",
+                       ["outcome"], namespace=NAMESPACE, registry=registry)
+        for outcome in RUN_OUTCOMES:
+            runs.labels(outcome=outcome)
+        return cls(runs)
+
+
+@dataclass(frozen=True)
+class CitationMetrics:
+    """What ``check_citations`` found, by interface (``http``, ``mcp``, ``cli``):
+
+    - ``policy_indexer_citation_checks_total{interface,result}`` counter: citations
+      checked, ``ok`` or ``problem`` (any code but ``support_unchecked``, which every
+      citation carries);
+    - ``policy_indexer_citation_problems_total{interface,problem}`` counter: problem
+      codes found (a citation may have several). ``superseded`` rising: an agent cites
+      an old version (the index or the agent serves an old rule), alerted on;
+    - ``policy_indexer_citation_replies_total{interface,result}`` counter: checks (one
+      reply's citations each), ``ok`` or ``wrong`` (at least one citation with a
+      problem). ``wrong / all`` is the wrong-citation rate on the dashboard.
+    """
+
+    checks: Counter
+    problems: Counter
+    replies: Counter
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry) -> CitationMetrics:
+        ns = NAMESPACE
+        return cls(
+            checks=Counter("citation_checks", "Citations checked, by interface and result.",
+                           ["interface", "result"], namespace=ns, registry=registry),
+            problems=Counter("citation_problems", "Citation problems found, by code.",
+                             ["interface", "problem"], namespace=ns, registry=registry),
+            replies=Counter("citation_replies",
+                            "Replies checked: ok, or wrong (a citation with a problem).",
+                            ["interface", "result"], namespace=ns, registry=registry),
+        )
+
+    def observe(self, interface: str, problems_per_citation: Iterable[Iterable[str]]) -> None:
+        wrong = False
+        for codes in problems_per_citation:
+            real = [c for c in codes if c != "support_unchecked"]
+            self.checks.labels(interface=interface, result="problem" if real else "ok").inc()
+            for code in real:
+                self.problems.labels(interface=interface, problem=code).inc()
+            wrong = wrong or bool(real)
+        self.replies.labels(interface=interface, result="wrong" if wrong else "ok").inc()

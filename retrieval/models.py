@@ -174,3 +174,8 @@ class SearchResponse(BaseModel):
         "reranker is not a leg: it reorders what the legs found.",
     )
     took_ms: float = 0.0
+    run_id: str | None = Field(
+        None, description="This answer's run: pass it to check_citations to check a reply's "
+        "citations against the passages returned here. null when the run could not be "
+        "recorded (the answer stands) or no run log is configured.",
+    )

@@ -12,6 +12,10 @@ and the MCP server measure the same thing in the same place.
 tell it (``TellsNoAccess``: ``SearchService``) does so only through
 ``search_telling_no_access``, which the interfaces call through ``search_as`` for
 a caller whose key allows it, within its rate (``retrieval.no_access``).
+
+A wrapper that needs the caller itself, not only its labels (``SearchesForCaller``:
+the run log's ``RecordingSearcher`` keeps the key id) is reached through
+``search_as`` too; ``MeteredSearcher`` passes the caller on.
 """
 
 from __future__ import annotations
@@ -42,10 +46,22 @@ class TellsNoAccess(Protocol):
         ...
 
 
+@runtime_checkable
+class SearchesForCaller(Protocol):
+    def search_for(
+        self, request: SearchRequest, caller: Caller, gate: NoAccessGate | None
+    ) -> SearchResponse:
+        """``search_as`` through a wrapper that needs the caller itself (its key id: the
+        run log, ``retrieval.recording``), not only its labels."""
+        ...
+
+
 def search_as(
     searcher: Searcher, request: SearchRequest, caller: Caller, gate: NoAccessGate | None
 ) -> SearchResponse:
     """The answer for ``caller``: told ``no_access`` only if its key and ``gate`` allow."""
+    if isinstance(searcher, SearchesForCaller):
+        return searcher.search_for(request, caller, gate)
     if gate is not None and caller.no_access_per_minute is not None and isinstance(
         searcher, TellsNoAccess
     ):
@@ -79,6 +95,11 @@ class MeteredSearcher:
             return self._metered(
                 lambda: inner.search_telling_no_access(request, caller_labels, may_tell))
         return self.search(request, caller_labels)
+
+    def search_for(
+        self, request: SearchRequest, caller: Caller, gate: NoAccessGate | None
+    ) -> SearchResponse:
+        return self._metered(lambda: search_as(self._searcher, request, caller, gate))
 
     def _metered(self, search: Callable[[], SearchResponse]) -> SearchResponse:
         started = time.perf_counter()

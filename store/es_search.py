@@ -152,6 +152,13 @@ class ElasticsearchSearchIndex:
         live = self._current(hits)
         return [h.chunk for h in hits if h.chunk_id in live]
 
+    def read_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        if not chunk_ids:
+            return []
+        resp = translate("read chunks", self.client.mget, index=self.index,
+                         ids=list(dict.fromkeys(chunk_ids)), source_excludes=_SOURCE["excludes"])
+        return [chunk_from_source(d["_source"]) for d in resp["docs"] if d.get("found")]
+
     # -- plumbing ----------------------------------------------------------
     def _keyword_body(
         self, terms: Sequence[str], filters: SearchFilters, size: int

@@ -119,6 +119,11 @@ class InMemorySearchIndex:
         wanted = set(chunk_ids)
         return [c for c, _ in self._live() if c.chunk_id in wanted and filters.admits(c)]
 
+    def read_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        wanted = set(chunk_ids)
+        with self.store._lock:
+            return [c for cid, (c, _) in self.store.chunks.items() if cid in wanted]
+
     def without_vectors(self, model_id: str, chunk_ids: Sequence[str]) -> set[str]:
         with self._lock:
             return {

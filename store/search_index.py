@@ -109,16 +109,24 @@ class SearchFilters:
 
     def admits(self, chunk: Chunk) -> bool:
         """The rule in Python, for the in-memory store and for checking the others."""
+        return self.admits_date(chunk) and self.admits_scope(chunk) and self.admits_labels(chunk)
+
+    def admits_date(self, chunk: Chunk) -> bool:
+        """``valid_from <= as_of <= valid_to``, a missing end open."""
         meta = chunk.metadata
         if meta.valid_from is not None and meta.valid_from > self.as_of:
             return False
-        if meta.valid_to is not None and meta.valid_to < self.as_of:
-            return False
-        if self.scope and not is_for_everyone(meta.scope) and not set(meta.scope) & set(
-            self.scope
-        ):
-            return False
-        return self.caller_labels is None or set(meta.access_labels) <= self.caller_labels
+        return meta.valid_to is None or meta.valid_to >= self.as_of
+
+    def admits_scope(self, chunk: Chunk) -> bool:
+        """No request scope; or a chunk for everyone; or one sharing a value with it."""
+        scope = chunk.metadata.scope
+        return not self.scope or is_for_everyone(scope) or bool(set(scope) & set(self.scope))
+
+    def admits_labels(self, chunk: Chunk) -> bool:
+        """Every label of the chunk is the caller's (the filter off: ``caller_labels=None``)."""
+        return self.caller_labels is None or set(chunk.metadata.access_labels) <= \
+            self.caller_labels
 
 
 class SearchIndex(Protocol):
@@ -143,6 +151,15 @@ class SearchIndex(Protocol):
     def without_vectors(self, model_id: str, chunk_ids: Sequence[str]) -> set[str]:
         """Those of ``chunk_ids`` (stored chunks) that have no vector of ``model_id`` yet:
         the ones the dense leg cannot see, so the search may not read its silence."""
+
+
+class ChunkReader(Protocol):
+    """Chunks by id with no filter at all: ``retrieval.citations`` reads the clause a reply
+    cites to say *why* it does not fit the order (scope, date, labels), and returns none
+    of its text to a caller who may not see it."""
+
+    def read_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """The stored chunks of those ids (any version, any scope, date or label)."""
 
 
 @runtime_checkable

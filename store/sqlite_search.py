@@ -424,6 +424,16 @@ class SQLiteSearchIndex:
         )
         return [Chunk.model_validate_json(body) for (body,) in rows]
 
+    def read_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        if not chunk_ids:
+            return []
+        rows = self.store._read(
+            "read chunks",
+            "SELECT body FROM chunks WHERE chunk_id IN (SELECT value FROM json_each(:ids))",
+            {"ids": json.dumps(list(dict.fromkeys(chunk_ids)))},
+        )
+        return [Chunk.model_validate_json(body) for (body,) in rows]
+
     def without_vectors(self, model_id: str, chunk_ids: Sequence[str]) -> set[str]:
         if not chunk_ids:
             return set()

@@ -465,6 +465,15 @@ class Settings(BaseSettings):
         True, description="policy_indexer_search_document_retrievals_total{document_id}; "
         "false: no per-document series (no document id, restricted ones included, in a scrape).",
     )
+    search_runs_retention_days: int = Field(
+        30, ge=1, le=3650, description="Search runs (each answer's run_id, what "
+        "check_citations checks a reply against) older than this many days are removed by "
+        "the hourly sweep.",
+    )
+    search_runs_max: int = Field(
+        1_000_000, ge=1, description="The sweep keeps at most this many search runs (the "
+        "newest).",
+    )
     embed_batch_size: int = Field(32, ge=1, le=1024, description="Chunks encoded a round.")
     embed_threads: int = Field(
         1, ge=1, le=64,

@@ -229,6 +229,12 @@ def test_the_monitors_label_processes_by_component_and_topics_follow_the_setting
     for endpoint in podmonitor["spec"]["podMetricsEndpoints"]:
         assert {"sourceLabels": ["__meta_kubernetes_pod_label_app_kubernetes_io_component"],
                 "targetLabel": "component"} in endpoint["relabelings"]
+        # the rules select job=~"policy-indexer.*" and count per namespace and job
+        assert {"targetLabel": "job", "replacement": "policy-indexer/pi"} in endpoint[
+            "relabelings"]
+    (servicemonitor,) = by_kind(docs, "ServiceMonitor").values()
+    assert {"targetLabel": "job", "replacement": "policy-indexer/pi"} in servicemonitor[
+        "spec"]["endpoints"][0]["relabelings"]
     topics = {t["spec"]["topicName"]: t for t in by_kind(docs, "KafkaTopic").values()}
     assert set(topics) == {"policy.document-changes", "policy.document-changes.dead-letter"}
     for topic in topics.values():

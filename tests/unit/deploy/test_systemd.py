@@ -21,7 +21,7 @@ UNITS = REPO_ROOT / "deploy" / "systemd"
 INSTALLED = "/opt/policy-indexer/bin/policy-indexer"
 SERVICES = ["policy-indexer-worker@.service", "policy-indexer-webhook.service",
             "policy-indexer-monitor.service", "policy-indexer-scheduler.service",
-            "policy-indexer-embed.service"]
+            "policy-indexer-embed.service", "policy-indexer-search.service"]
 HARDENING = {"NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes",
              "CapabilityBoundingSet=", "User=policy-indexer", "StateDirectory=policy-indexer",
              "SystemCallFilter=@system-service", "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX"}
@@ -70,7 +70,8 @@ def test_every_unit_is_hardened_and_stops_within_a_bound(unit: str) -> None:
     assert lines >= HARDENING, sorted(HARDENING - lines)
     assert {"KillSignal=SIGTERM", "TimeoutStopSec=30", "Restart=on-failure",
             "PartOf=policy-indexer.target", "WantedBy=policy-indexer.target"} <= lines
-    assert f"ExecStart={INSTALLED} " + {"policy-indexer-worker@.service": "run"}.get(
+    assert f"ExecStart={INSTALLED} " + {"policy-indexer-worker@.service": "run",
+                                       "policy-indexer-search.service": "serve"}.get(
         unit, unit.removeprefix("policy-indexer-").removesuffix(".service")) in lines
     assert "EnvironmentFile=/etc/policy-indexer/policy-indexer.env" in lines
 

@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 from embeddings.metrics import EmbeddingMetrics
 from metrics import freshness_definitions
 from metrics.definitions import ReindexMetrics, WorkerMetrics
+from retrieval.metrics import CitationMetrics, RunLogMetrics, SearchMetrics
 from webhooks.metrics import WebhookMetrics
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -28,11 +29,16 @@ def exported_names() -> set[str]:
     WebhookMetrics.create(registry)
     ReindexMetrics.create(registry)
     EmbeddingMetrics.create(registry)
+    SearchMetrics.create(registry)
+    RunLogMetrics.create(registry)
+    CitationMetrics.create(registry)
     families = list(registry.collect())
     names = {s.name for m in families for s in m.samples}
     # labelled, no child yet: the family has no sample, its name is still exported
     names |= {m.name for m in families if m.type == "gauge"}
     names |= {m.name + "_total" for m in families if m.type == "counter"}
+    names |= {m.name + suffix for m in families if m.type == "histogram"
+              for suffix in ("_bucket", "_count", "_sum")}
     for metric in freshness_definitions.ALL:
         suffix = {"counter": "_total", "info": "_info", "gauge": ""}[metric.kind]
         names.add(metric.name + suffix)

@@ -32,7 +32,7 @@ DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 # Every selector: the variables' regexes ("all" is ".*", which also matches a missing label,
 # so the board works where there is no namespace).
 SEL = 'job=~"$job", namespace=~"$namespace", instance=~"$instance"'
-COMPONENTS = 'component=~"worker|monitor|webhook|scheduler|embedded"'
+COMPONENTS = 'component=~"worker|monitor|webhook|scheduler|embedded|search|embed"'
 # Settings' defaults (policy_indexer/settings.py); the generator stays dependency-free, and
 # tests/unit/deploy checks that these are still the defaults.
 DEFAULT_LAG_BOUND_S = 3600.0
@@ -164,6 +164,41 @@ def rows(lag_bound_s: float, leftover_bound_s: float) -> list[Row]:
                 Target("{{component}}", f"sum by (component) ({q('up', COMPONENTS)})"),
             ], "Scraped processes that answer, by component.", width=24,
                 runbook="PolicyIndexerTargetDown"),
+        ]),
+        Row("Search", [
+            Panel("Search latency", "timeseries", "s", [
+                Target("p50", latency(0.5, "search_latency_seconds")),
+                Target("p95", latency(0.95, "search_latency_seconds")),
+            ], "Wall time of one search (POST /search, MCP), all interfaces.", threshold=2,
+                runbook="PolicyIndexerSearchLatencyHigh"),
+            Panel("Search answers by status", "timeseries", "reqps", [
+                Target("{{status}}", "sum by (status) "
+                       f"(rate({q('policy_indexer_search_responses_total')}[5m]))"),
+            ], "ok, no_document (nothing above the threshold), no_access (only the "
+                "permission filter emptied it), error (the search raised).",
+                runbook="PolicyIndexerSearchErrors"),
+            Panel("No-document rate", "timeseries", "percentunit", [
+                Target("no_document", "sum(rate("
+                       + q("policy_indexer_search_responses_total", 'status="no_document"')
+                       + "[15m])) / sum(rate("
+                       + q("policy_indexer_search_responses_total") + "[15m]))"),
+            ], "Share of searches answered 'no document': questions the library (or the "
+                "threshold) does not serve. A jump after a deploy or a model change is a "
+                "regression.", width=24),
+        ]),
+        Row("Vector backfill", [
+            Panel("Vector lag", "timeseries", "s", [
+                Target("{{instance}}",
+                       f"max by (instance) ({q('policy_indexer_vector_lag_seconds')})"),
+            ], "Age of the oldest live chunk still without a vector: keyword search finds it, "
+                "the dense leg does not.", threshold=VECTOR_LAG_BOUND_S,
+                runbook="PolicyIndexerVectorLagAboveBound"),
+            Panel("Vector backlog and errors", "timeseries", "short", [
+                Target("chunks waiting", f"max({q('policy_indexer_vector_backlog_chunks')})"),
+                Target("failed rounds (1 h)", "sum(increase("
+                       f"{q('policy_indexer_vector_backfill_errors_total')}[1h]))"),
+            ], "Live chunks without a vector for the backfill's model, and backfill rounds "
+                "that failed.", runbook="PolicyIndexerVectorBackfillDown"),
         ]),
     ]
 

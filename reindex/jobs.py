@@ -30,6 +30,7 @@ from reindex.lease import Lease, LeaseRecord, utcnow
 from reindex.model import Outcome, ReconcileReport
 from reindex.reconcile import ReconcileOptions, Reconciler
 from reindex.runs import RunLog, RunRecord
+from retrieval.runs import RunRetention
 from sources.base import Source
 from store.base import Store
 from store.errors import StoreError
@@ -61,6 +62,8 @@ class JobRunner:
     stop_event: threading.Event = field(default_factory=threading.Event)
     on_close: Callable[[], None] = lambda: None
     last_skip: str | None = None  # why the last job could not take its lease
+    # the search run log's retention, enforced by the sweep (age and count)
+    search_runs: RunRetention | None = None
 
     def reconcile(
         self,
@@ -113,6 +116,7 @@ class JobRunner:
                 return None
             record = self._start(SWEEP, False)
             outcome, error, report = Outcome.FAILED, None, None
+            pruned: int | None = None
             try:
                 report = sweep(self.store, grace=self.sweep_grace)
                 outcome = Outcome.SUCCESS
@@ -120,7 +124,10 @@ class JobRunner:
                 error = f"{type(exc).__name__}: {exc}"
                 log.error("sweep failed", error=error)
             finally:
+                pruned = self._prune_search_runs()
                 counts = {"examined": report.examined, "deleted": report.deleted} if report else {}
+                if pruned is not None:
+                    counts["search_runs_pruned"] = pruned
                 ended = utcnow()
                 if self.metrics is not None:
                     self.metrics.runs.labels(job=SWEEP, outcome=outcome.value).inc()
@@ -130,6 +137,19 @@ class JobRunner:
                         self.metrics.sweep_leftovers.labels(reason=reason).inc(count)
                 self._save(record.finished(ended, outcome.value, counts, error))
             return report
+
+    def _prune_search_runs(self) -> int | None:
+        """Old search runs removed (None: no run log, or it failed: logged, the sweep's
+        own outcome stands; the next hour tries again)."""
+        if self.search_runs is None:
+            return None
+        try:
+            pruned = self.search_runs.prune()
+        except Exception as exc:  # the run log's failure is not the sweep's
+            log.error("search runs not pruned", error=f"{type(exc).__name__}: {exc}")
+            return None
+        log.info("search runs pruned", pruned=pruned)
+        return pruned
 
     def refresh_metrics(self) -> None:
         """Export the last successes from the shared run log (any replica, runs by hand)."""

@@ -18,6 +18,11 @@ The checks run cheapest first and each refusal says what was wrong:
 5. a valid ``SearchRequest`` (no ``labels`` field: rule 8)      → 422, naming field and value
 6. the search                                                   → 200 ``SearchResponse``, or 500
 
+``POST /citations/check`` (``citation_routes``, with a ``CitationChecker``) takes the
+same keys and runs checks 1 to 4 the same way (its body may hold 256 kB: 50
+citations with quotes and claims), then a valid ``CheckRequest`` (422), a run id of
+this key (404 ``unknown_run``), and answers the ``CheckResponse``.
+
 The search runs in a worker thread (the stores are blocking clients).
 """
 
@@ -40,8 +45,9 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from retrieval.citations import CheckRequest, CitationChecker, UnknownRun
 from retrieval.credentials import Caller, Credentials, UnknownKey
-from retrieval.metrics import SearchMetrics
+from retrieval.metrics import CitationMetrics, SearchMetrics
 from retrieval.models import SearchRequest
 from retrieval.no_access import NoAccessGate
 from retrieval.searcher import MeteredSearcher, Searcher, search_as
@@ -49,7 +55,10 @@ from retrieval.searcher import MeteredSearcher, Searcher, search_as
 log = structlog.get_logger(__name__)
 
 SEARCH_ROUTE = "/search"
+CITATIONS_ROUTE = "/citations/check"
 DEFAULT_MAX_BODY_BYTES = 16 * 1024  # a question is at most 2,000 characters
+# 50 citations, each with a quote and a claim of up to 2,000 characters
+DEFAULT_CITATIONS_BODY_BYTES = 256 * 1024
 _LABEL_FIELDS = frozenset({"labels", "access_labels", "caller_labels"})
 _MAX_SHOWN_INPUT = 120
 _DRAIN_BYTES = 64 * 1024
@@ -74,29 +83,10 @@ class SearchEndpoint:
         self._gate = gate
 
     async def handle(self, request: Request) -> Response:
-        caller = authenticate(request.headers.get("authorization"), self._credentials)
-        if isinstance(caller, Response):
-            return await _unread(request, caller)
-        content_type = request.headers.get("content-type")
-        if not _is_json(content_type):
-            return await _unread(request, _refuse(
-                415, "unsupported_media_type",
-                f"Content-Type={content_type!r}; send application/json (UTF-8)"))
-        try:
-            body = await _read_limited(request, self._max_body_bytes)
-        except _BodyTooLarge as exc:
-            return _refuse(413, "payload_too_large", str(exc), close=True)
-        except ClientDisconnect:
-            return _refuse(400, "client_disconnected", "the client left mid-body")
-        try:
-            # pydantic-core's parser: a nesting limit (200) instead of a RecursionError,
-            # and a lone surrogate (\ud800) refused, which no store could encode.
-            data = pydantic_core.from_json(body, allow_inf_nan=False)
-        except ValueError as exc:
-            return _refuse(400, "invalid_json", f"body is not valid JSON: {exc}")
-        if not isinstance(data, dict):
-            return _refuse(400, "invalid_json",
-                           f"body must be a JSON object, got {type(data).__name__}")
+        got = await caller_and_body(request, self._credentials, self._max_body_bytes)
+        if isinstance(got, Response):
+            return got
+        caller, data = got
         try:
             search_request = SearchRequest.model_validate(data)
         except ValidationError as exc:
@@ -112,6 +102,82 @@ class SearchEndpoint:
         log.info("search answered", key_id=caller.key_id, status=response.status,
                  passages=len(response.passages))
         return JSONResponse(response.model_dump(mode="json"))
+
+
+async def caller_and_body(
+    request: Request, credentials: Credentials, max_body_bytes: int
+) -> tuple[Caller, dict[str, Any]] | Response:
+    """Checks 1 to 4 (key, content type, size, JSON object): the caller and the body's
+    object, or the refusal that says what was wrong."""
+    caller = authenticate(request.headers.get("authorization"), credentials)
+    if isinstance(caller, Response):
+        return await _unread(request, caller)
+    content_type = request.headers.get("content-type")
+    if not _is_json(content_type):
+        return await _unread(request, _refuse(
+            415, "unsupported_media_type",
+            f"Content-Type={content_type!r}; send application/json (UTF-8)"))
+    try:
+        body = await _read_limited(request, max_body_bytes)
+    except _BodyTooLarge as exc:
+        return _refuse(413, "payload_too_large", str(exc), close=True)
+    except ClientDisconnect:
+        return _refuse(400, "client_disconnected", "the client left mid-body")
+    try:
+        # pydantic-core's parser: a nesting limit (200) instead of a RecursionError,
+        # and a lone surrogate (\ud800) refused, which no store could encode.
+        data = pydantic_core.from_json(body, allow_inf_nan=False)
+    except ValueError as exc:
+        return _refuse(400, "invalid_json", f"body is not valid JSON: {exc}")
+    if not isinstance(data, dict):
+        return _refuse(400, "invalid_json",
+                       f"body must be a JSON object, got {type(data).__name__}")
+    return caller, data
+
+
+class CitationsEndpoint:
+    """The ``POST /citations/check`` handler: the same keys, checks and refusals as
+    ``/search`` (labels from the key, never the body), then ``404 unknown_run`` for a
+    run id this key has no run of, or the ``CheckResponse``."""
+
+    def __init__(self, checker: CitationChecker, credentials: Credentials,
+                 max_body_bytes: int, metrics: CitationMetrics | None = None) -> None:
+        self._checker = checker
+        self._credentials = credentials
+        self._max_body_bytes = max_body_bytes
+        self._metrics = metrics
+
+    async def handle(self, request: Request) -> Response:
+        got = await caller_and_body(request, self._credentials, self._max_body_bytes)
+        if isinstance(got, Response):
+            return got
+        caller, data = got
+        try:
+            check_request = CheckRequest.model_validate(data)
+        except ValidationError as exc:
+            errors = field_errors(exc)
+            return _refuse(422, "invalid_request", describe(errors), errors=errors)
+        try:
+            response = await anyio.to_thread.run_sync(self._checker.check, check_request, caller)
+        except UnknownRun as exc:
+            return _refuse(404, "unknown_run", str(exc))
+        except Exception:
+            log.exception("citation check failed", key_id=caller.key_id)
+            return _refuse(500, "check_failed", "the check failed; it has been logged")
+        if self._metrics is not None:
+            self._metrics.observe("http", (r.codes for r in response.results))
+        log.info("citations checked", key_id=caller.key_id, ok=response.ok,
+                 citations=len(response.results))
+        return JSONResponse(response.model_dump(mode="json"))
+
+
+def citation_routes(
+    checker: CitationChecker, credentials: Credentials, *,
+    metrics: CitationMetrics | None = None, max_body_bytes: int = DEFAULT_CITATIONS_BODY_BYTES,
+) -> list[Route]:
+    """The ``POST /citations/check`` route alone."""
+    endpoint = CitationsEndpoint(checker, credentials, max_body_bytes, metrics)
+    return [Route(CITATIONS_ROUTE, endpoint.handle, methods=["POST"])]
 
 
 def authenticate(authorization: str | None, credentials: Credentials) -> Caller | Response:
@@ -159,6 +225,8 @@ def create_search_app(
     not_ready: Callable[[], str | None] = lambda: None,
     gate: NoAccessGate | None = None,
     metrics_token: str | None = None,
+    checker: CitationChecker | None = None,
+    citation_metrics: CitationMetrics | None = None,
 ) -> Starlette:
     """``POST /search``, ``GET /healthz``, ``GET /readyz``; ``GET /metrics`` (of ``registry``)
     only with ``metrics_token``, and then only for ``Authorization: Bearer <metrics_token>``.
@@ -167,7 +235,7 @@ def create_search_app(
     in the same process); else they are created in ``registry``. ``not_ready``
     says why the index cannot be searched now (``None``: it can): ``/readyz``
     is then 503 with that reason, so a load balancer stops sending questions
-    that would fail.
+    that would fail. ``checker``: ``POST /citations/check`` beside ``/search``.
     """
     metrics = metrics or SearchMetrics.create(registry)
 
@@ -186,6 +254,8 @@ def create_search_app(
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
     ]
+    if checker is not None:
+        routes += citation_routes(checker, credentials, metrics=citation_metrics)
     if metrics_token is not None:
         routes.append(Route("/metrics", metrics_route(registry, metrics_token),
                             methods=["GET"]))

@@ -5,7 +5,10 @@ schema is exactly ``SearchRequest``'s and its output schema exactly
 ``SearchResponse``'s (the HTTP endpoint and the CLI return the same object);
 the result carries it as structured content, and as JSON text for clients
 that read only text. Annotations: read-only, idempotent, not destructive,
-closed world (it reads our index, nothing outside it).
+closed world (it reads our index, nothing outside it). With a ``CitationChecker``
+the server lists a second tool beside it, ``check_citations``
+(``retrieval.citations``), whose description says what it checks and that it does
+not judge a claim's meaning; its caller is bound the same way.
 
 Labels, bound from credentials (rule 8), never from the arguments (the input
 schema forbids extra fields):
@@ -35,9 +38,12 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from retrieval.citations import TOOL_DESCRIPTION as CHECK_TOOL_DESCRIPTION
+from retrieval.citations import TOOL_NAME as CHECK_TOOL_NAME
+from retrieval.citations import CheckRequest, CheckResponse, CitationChecker, UnknownRun
 from retrieval.credentials import Caller, Credentials, UnknownKey
 from retrieval.http import authenticate, describe, field_errors
-from retrieval.metrics import SearchMetrics
+from retrieval.metrics import CitationMetrics, SearchMetrics
 from retrieval.models import TOOL_DESCRIPTION, TOOL_NAME, SearchRequest, SearchResponse
 from retrieval.no_access import NoAccessGate
 from retrieval.searcher import MeteredSearcher, Searcher, search_as
@@ -71,27 +77,53 @@ def search_policy_tool() -> types.Tool:
     )
 
 
+def check_citations_tool() -> types.Tool:
+    """``check_citations`` as listed: what it checks, and what it does not."""
+    return types.Tool(
+        name=CHECK_TOOL_NAME,
+        title="Check a reply's citations",
+        description=CHECK_TOOL_DESCRIPTION,
+        input_schema=CheckRequest.model_json_schema(),
+        output_schema=CheckResponse.model_json_schema(mode="serialization"),
+        annotations=types.ToolAnnotations(
+            title="Check a reply's citations",
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+    )
+
+
 def build_server(
-    searcher: Searcher, caller_of: CallerOf, gate: NoAccessGate | None = None
+    searcher: Searcher, caller_of: CallerOf, gate: NoAccessGate | None = None,
+    checker: CitationChecker | None = None, citation_metrics: CitationMetrics | None = None,
 ) -> Server[Any]:
-    """A low-level MCP server with the one tool; ``caller_of`` binds each call's caller
-    (its labels; ``gate``: whether its key may be told ``no_access``, within its rate)."""
+    """A low-level MCP server with ``search_policy`` (and ``check_citations`` with a
+    ``checker``); ``caller_of`` binds each call's caller (its labels; ``gate``: whether
+    its key may be told ``no_access``, within its rate)."""
     tool = search_policy_tool()
+    tools = {TOOL_NAME: tool}
+    if checker is not None:
+        tools[CHECK_TOOL_NAME] = check_citations_tool()
 
     async def list_tools(
         _ctx: ServerRequestContext[Any, Any], _params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[tool])
+        return types.ListToolsResult(tools=list(tools.values()))
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        if params.name != TOOL_NAME:
-            return _error(f"unknown tool {params.name!r}; this server has {TOOL_NAME!r}")
+        if params.name not in tools:
+            return _error(f"unknown tool {params.name!r}; this server has "
+                          f"{', '.join(map(repr, tools))}")
         try:
             caller = caller_of(ctx)
         except NoCaller as exc:
             return _error(str(exc))
+        if params.name == CHECK_TOOL_NAME and checker is not None:
+            return await _check(checker, caller, params.arguments, citation_metrics)
         try:
             request = SearchRequest.model_validate(params.arguments or {})
         except ValidationError as exc:
@@ -110,9 +142,31 @@ def build_server(
     return Server(
         SERVER_NAME,
         instructions=TOOL_DESCRIPTION,
-        get_tool_input_schema=lambda name: tool.input_schema if name == TOOL_NAME else None,
+        get_tool_input_schema=lambda name: tools[name].input_schema if name in tools else None,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+    )
+
+
+async def _check(checker: CitationChecker, caller: Caller, arguments: dict[str, Any] | None,
+                 metrics: CitationMetrics | None) -> types.CallToolResult:
+    try:
+        request = CheckRequest.model_validate(arguments or {})
+    except ValidationError as exc:
+        return _error(f"invalid arguments: {describe(field_errors(exc))}")
+    try:
+        response = await anyio.to_thread.run_sync(checker.check, request, caller)
+    except UnknownRun as exc:
+        return _error(str(exc))
+    except Exception:
+        log.exception("check_citations failed")
+        return _error("the check failed; it has been logged")
+    if metrics is not None:
+        metrics.observe("mcp", (r.codes for r in response.results))
+    data = response.model_dump(mode="json")
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
+        structured_content=data,
     )
 
 
@@ -127,19 +181,24 @@ def labels_for_key(credentials: Credentials, key: str) -> frozenset[str]:
 
 
 async def run_stdio_async(
-    searcher: Searcher, labels: frozenset[str], *, metrics: SearchMetrics | None = None
+    searcher: Searcher, labels: frozenset[str], *, metrics: SearchMetrics | None = None,
+    key_id: str = "stdio", checker: CitationChecker | None = None,
 ) -> None:
-    caller = Caller("stdio", labels)  # one caller per process; never told no_access
-    server = build_server(_metered(searcher, metrics), lambda _ctx: caller)
+    caller = Caller(key_id, labels)  # one caller per process; never told no_access
+    server = build_server(_metered(searcher, metrics), lambda _ctx: caller, checker=checker)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 def run_stdio(
-    searcher: Searcher, labels: frozenset[str], *, metrics: SearchMetrics | None = None
+    searcher: Searcher, labels: frozenset[str], *, metrics: SearchMetrics | None = None,
+    key_id: str = "stdio", checker: CitationChecker | None = None,
 ) -> None:
-    """Serve ``search_policy`` on this process's stdin/stdout until the client leaves."""
-    anyio.run(functools.partial(run_stdio_async, searcher, labels, metrics=metrics))
+    """Serve ``search_policy`` (and ``check_citations`` with a ``checker``) on this
+    process's stdin/stdout until the client leaves; ``key_id``: the configured key's id,
+    whose runs the process records and may check."""
+    anyio.run(functools.partial(run_stdio_async, searcher, labels, metrics=metrics,
+                                key_id=key_id, checker=checker))
 
 
 def streamable_http_app(
@@ -150,6 +209,8 @@ def streamable_http_app(
     path: str = MCP_PATH,
     host: str = "127.0.0.1",
     gate: NoAccessGate | None = None,
+    checker: CitationChecker | None = None,
+    citation_metrics: CitationMetrics | None = None,
 ) -> ASGIApp:
     """An ASGI app serving MCP at ``path``; every request needs a known bearer key.
 
@@ -167,7 +228,8 @@ def streamable_http_app(
             raise NoCaller("the request has no known API key")
         return caller
 
-    server = build_server(_metered(searcher, metrics), caller_of, gate)
+    server = build_server(_metered(searcher, metrics), caller_of, gate, checker,
+                          citation_metrics)
     app = server.streamable_http_app(streamable_http_path=path, host=host)
     return BearerGate(app, credentials)
 

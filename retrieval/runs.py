@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal, Protocol
 
+from store.errors import StoreError
+
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 DEFAULT_RETENTION_DAYS = 30
 DEFAULT_MAX_RUNS = 1_000_000
@@ -48,8 +50,9 @@ DEFAULT_MAX_RUNS = 1_000_000
 Via = Literal["ranked", "neighbour_of"]
 
 
-class RunLogError(Exception):
-    """The run log could not be written or read (the message says which and why)."""
+class RunLogError(StoreError):
+    """The run log could not be written or read (the message says which and why). A
+    ``StoreError``: every command that reports an unreachable index reports it too."""
 
 
 def new_run_id() -> str:

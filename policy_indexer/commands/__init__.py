@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "Print the chunks of one document as JSON lines."),
     "search": ("policy_indexer.commands.search:search",
                "Search the policy library: passages with scope and dates, or 'no document'."),
+    "check-citations": ("policy_indexer.commands.check_citations:check_citations",
+                        "Check a reply's citations against the index and its search run."),
     "serve": ("policy_indexer.commands.serve:serve",
               "Serve POST /search and the MCP tool (/mcp) for agents, with API keys."),
     "mcp": ("policy_indexer.commands.mcp:mcp", "Serve the search_policy MCP tool on stdio."),

@@ -59,6 +59,8 @@ def _print(response: SearchResponse) -> None:
     legs = " + ".join(response.legs) or "none"
     click.echo(f"{response.status}: {response.message}  "
                f"(as of {response.as_of}, {response.took_ms:.0f} ms, legs: {legs})")
+    click.echo(f"run {response.run_id or 'not recorded'} (check a reply's citations: "
+               "policy-indexer check-citations --run RUN_ID --cite DOC_ID#CLAUSE@VERSION)")
     for n, p in enumerate(response.passages, 1):
         where = " > ".join(p.heading_path) or p.clause
         via = "" if p.via == "ranked" else f"  [neighbour of {p.neighbour_of}]"

@@ -8,7 +8,8 @@ letters). Everything else asks the bundle, never ``isinstance`` on a store.
 The embedded mode keeps three files under ``settings.embedded_dir``:
 ``index.sqlite3`` (chunks, document states, FTS5), ``queue.sqlite3`` (the
 durable change queue and its dead letters) and ``scheduler.sqlite3`` (the
-reindex run log and lease). The index is apart from the queue so that
+reindex run log and lease); the search adds ``search_runs.sqlite3`` (each
+answer's run, for ``check_citations``). The index is apart from the queue so that
 publishing never waits for a long chunk write, and the index can be deleted and
 rebuilt without losing queued changes. The queue's topic is
 ``settings.kafka_topic``, the same name as in Kafka mode.
@@ -46,12 +47,14 @@ from transport.publisher import EventPublisher
 
 if TYPE_CHECKING:
     from embeddings.cache import EmbeddingCache
+    from retrieval.runs import RunLog as SearchRunLog
     from store.elasticsearch import ElasticsearchStore
-    from store.search_index import SearchIndex, VectorStore
+    from store.search_index import ChunkReader, SearchIndex, VectorStore
     from store.sqlite_search import SQLiteSearchIndex
 
-    class SearchBackend(SearchIndex, VectorStore, Protocol):
-        """A store's search side: both legs, and the vectors the backfill writes."""
+    class SearchBackend(SearchIndex, VectorStore, ChunkReader, Protocol):
+        """A store's search side: both legs, the vectors the backfill writes, and chunks
+        by id for the citation check."""
 
     class EmbeddingCacheBackend(EmbeddingCache, Protocol):
         def close(self) -> None: ...
@@ -60,6 +63,7 @@ INDEX_FILE = "index.sqlite3"
 QUEUE_FILE = "queue.sqlite3"
 SCHEDULER_FILE = "scheduler.sqlite3"
 EMBEDDINGS_FILE = "embeddings.sqlite3"
+SEARCH_RUNS_FILE = "search_runs.sqlite3"
 # Room for what the change event adds to a webhook payload (received_at, field names).
 EVENT_OVERHEAD_BYTES = 64 * 1024
 
@@ -116,6 +120,9 @@ class Backends(Protocol):
 
     def embedding_cache(self) -> EmbeddingCacheBackend:
         """The content-addressed embedding cache beside the index."""
+
+    def search_run_log(self) -> SearchRunLog:
+        """The search run log beside the index (opened, ready; close it)."""
 
     def close(self) -> None: ...
 
@@ -296,6 +303,19 @@ class EmbeddedBackends:
 
         return SQLiteEmbeddingCache(self.settings.embedded_dir / EMBEDDINGS_FILE)
 
+    def search_run_log(self) -> SearchRunLog:
+        """A file of its own: a search never waits for a chunk write to record its run,
+        and the index can be rebuilt without losing the runs."""
+        from retrieval.runs_sqlite import SQLiteRunLog  # noqa: PLC0415
+
+        log = SQLiteRunLog(self.settings.embedded_dir / SEARCH_RUNS_FILE)
+        try:
+            log.ensure_ready()
+        except BaseException:
+            log.close()
+            raise
+        return log
+
     def dead_letters(self) -> int | None:
         return len(self.queue.dead_letters(self.topic))
 
@@ -432,6 +452,14 @@ class KafkaBackends:
                   index=cache.index)
         cache.ensure_ready()
         return cache
+
+    def search_run_log(self) -> SearchRunLog:
+        from retrieval.runs_es import ElasticsearchRunLog  # noqa: PLC0415
+
+        log = ElasticsearchRunLog(self.es.client, self.settings.index_prefix,
+                                  replicas=self.settings.index_replicas)
+        log.ensure_ready()
+        return log
 
     def dead_letters(self) -> int | None:
         """Records in the dead-letter topic (None when Kafka cannot say in time)."""

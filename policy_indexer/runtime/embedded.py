@@ -258,8 +258,9 @@ def _start_search(settings: Settings, backends: EmbeddedBackends,
     if settings.search_api_keys is None and settings.search_api_keys_file is None:
         served = "off (no POLICY_INDEXER_SEARCH_API_KEYS: `policy-indexer search` works)"
     else:
-        server = UvicornThread("search server", search_app(settings, search.service, registry,
-                                                         backends.store),
+        app = search_app(settings, search.recording(registry), registry, backends.store,
+                         checker=search.checker)
+        server = UvicornThread("search server", app,
                                settings.search_host, settings.search_port,
                                "POLICY_INDEXER_SEARCH_PORT", limits=settings.http_limits())
         parts.start(server)

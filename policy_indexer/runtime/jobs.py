@@ -22,6 +22,7 @@ from policy_indexer.settings import Settings
 from reindex.jobs import JobRunner
 from reindex.lease import Lease
 from reindex.scheduler import build_scheduler
+from retrieval.runs import RunRetention
 from sources.base import Source
 from store.base import Store
 
@@ -37,6 +38,9 @@ def job_runner(
 ) -> JobRunner:
     """The runner on the mode's run log and lease; closing it closes those (and ``on_close``).
 
+    Its sweep also prunes the search run log (``search_runs_retention_days``,
+    ``search_runs_max``).
+
     The caller owns ``source`` (and closes it).
 
     ``store``: the index to reconcile, when it must be another connection than
@@ -47,8 +51,14 @@ def job_runner(
     index = store if store is not None else backends.store
     index.ensure_ready()
     jobs = backends.job_backends()
+    try:
+        search_runs = backends.search_run_log()
+    except BaseException:
+        jobs.close()
+        raise
 
     def close() -> None:
+        search_runs.close()
         jobs.close()
         if on_close is not None:
             on_close()
@@ -67,6 +77,8 @@ def job_runner(
         spacing=(timedelta(seconds=settings.reindex_misfire_grace_seconds)
                  if trigger == "scheduled" else None),
         on_close=close,
+        search_runs=RunRetention(search_runs, days=settings.search_runs_retention_days,
+                                 max_runs=settings.search_runs_max),
     )
 
 

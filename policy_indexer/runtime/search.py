@@ -31,11 +31,15 @@ from policy_indexer.runtime.parts import Supervisor, ThreadPart
 from policy_indexer.runtime.servers import UvicornThread
 from policy_indexer.runtime.sources import open_configured_source
 from policy_indexer.settings import Settings
-from retrieval.credentials import Credentials, CredentialsError
+from retrieval.citations import CheckRequest, CheckResponse, CitationChecker
+from retrieval.credentials import Caller, Credentials, CredentialsError
 from retrieval.http import create_search_app
-from retrieval.metrics import SearchMetrics
+from retrieval.metrics import CitationMetrics, RunLogMetrics, SearchMetrics
 from retrieval.models import SearchRequest, SearchResponse
 from retrieval.no_access import NoAccessGate
+from retrieval.recording import LOCAL_KEY_ID, RecordingSearcher
+from retrieval.runs import RunLog
+from retrieval.searcher import Searcher, TellsNoAccess
 from retrieval.service import SearchService
 from store.base import Store
 from store.errors import StoreError
@@ -81,12 +85,24 @@ def make_reranker(settings: Settings) -> Reranker | None:
 
 @dataclass
 class SearchParts:
-    """What a search process holds open; ``close`` releases it."""
+    """What a search process holds open; ``close`` releases it.
+
+    ``run_log``: the mode's search run log (None when runs are not recorded: ``embed``,
+    ``eval``); ``checker``: ``check_citations`` over the same index and run log."""
 
     service: SearchService
     encoder: CachedEncoder | None
     freshness: PassageFreshness | None
     close: Callable[[], None]
+    run_log: RunLog | None = None
+    checker: CitationChecker | None = None
+
+    def recording(self, registry: CollectorRegistry | None = None) -> Searcher:
+        """The service, each answer recorded as a run (with ``run_id``) when there is a log."""
+        if self.run_log is None:
+            return self.service
+        metrics = RunLogMetrics.create(registry) if registry is not None else None
+        return RecordingSearcher(self.service, self.run_log, metrics=metrics)
 
     def freshness_part(self, settings: Settings) -> ThreadPart | None:
         """The source listed again every ``monitor_interval_seconds`` (long-running processes)."""
@@ -99,8 +115,10 @@ class SearchParts:
 
 def search_service(settings: Settings, backends: Backends,
                    registry: CollectorRegistry | None = None, *,
-                   freshness: bool = True, rerank: bool = True) -> SearchParts:
-    """The service over the mode's index, its queries encoded through the cache.
+                   freshness: bool = True, rerank: bool = True,
+                   runs: bool = True) -> SearchParts:
+    """The service over the mode's index, its queries encoded through the cache, and
+    (``runs``) the search run log and the citation checker beside it.
 
     With a source configured, every passage says whether its document is behind
     the source (listed once here; ``freshness_part`` keeps it current). The
@@ -128,12 +146,19 @@ def search_service(settings: Settings, backends: Backends,
                             reranker_candidates=settings.reranker_candidates,
                             **options)  # type: ignore[arg-type]
 
+    run_log: RunLog | None = None
+    checker: CitationChecker | None = None
+    if runs:
+        run_log = backends.search_run_log()
+        closers.append(run_log.close)
+        checker = CitationChecker(backends.store, index, run_log)
+
     def close() -> None:
         service.close()  # its question-encoding thread
         for closer in closers:
             closer()
 
-    return SearchParts(service, cached, fresh, close)
+    return SearchParts(service, cached, fresh, close, run_log, checker)
 
 
 def credentials(settings: Settings) -> Credentials:
@@ -193,9 +218,12 @@ class SearchAndMcp:
             await self.search(scope, receive, send)
 
 
-def search_app(settings: Settings, service: SearchService, registry: CollectorRegistry,
-               store: Store | None = None) -> SearchAndMcp:
-    """``POST /search``, the probes, the MCP endpoint at ``/mcp`` and, only with
+def search_app(settings: Settings, service: Searcher, registry: CollectorRegistry,
+               store: Store | None = None, *,
+               checker: CitationChecker | None = None) -> SearchAndMcp:
+    """``POST /search`` (and ``POST /citations/check`` and the MCP tool
+    ``check_citations`` with a ``checker``), the probes, the MCP endpoint at ``/mcp`` and,
+    only with
     ``search_metrics_token`` set, ``/metrics`` for a bearer of that token (else 404 there:
     the metrics are on the process's loopback metrics server).
 
@@ -218,26 +246,28 @@ def search_app(settings: Settings, service: SearchService, registry: CollectorRe
     keys = credentials(settings)
     metrics = SearchMetrics.create(registry,
                                    document_ids=settings.search_metrics_document_ids)
+    citation_metrics = CitationMetrics.create(registry) if checker is not None else None
     gate = NoAccessGate()
     token = settings.search_metrics_token
     search = create_search_app(
         service, keys, registry, metrics=metrics, not_ready=not_ready, gate=gate,
-        metrics_token=token.get_secret_value() if token is not None else None)
+        metrics_token=token.get_secret_value() if token is not None else None,
+        checker=checker, citation_metrics=citation_metrics)
     mcp = streamable_http_app(service, keys, metrics=metrics, host=settings.search_host,
-                              gate=gate)
+                              gate=gate, checker=checker, citation_metrics=citation_metrics)
     return SearchAndMcp(search, mcp, MCP_PATH)
 
 
 @contextmanager
 def searching(settings: Settings, registry: CollectorRegistry | None = None, *,
-              freshness: bool = True, rerank: bool = True,
+              freshness: bool = True, rerank: bool = True, runs: bool = True,
               ) -> Iterator[tuple[Backends, SearchParts]]:
     """The mode's backends and the search service over them, closed on exit."""
     backends = open_backends(settings)
     with Supervisor() as parts:
         parts.add_stop("backends", backends.close)
         search = search_service(settings, backends, registry, freshness=freshness,
-                                rerank=rerank)
+                                rerank=rerank, runs=runs)
         parts.add_stop("search", search.close)
         yield backends, search
 
@@ -247,16 +277,32 @@ def search_once(settings: Settings, request: SearchRequest,
     """One search on the mode's index (``policy-indexer search``).
 
     Told ``no_access`` without a limit: the person at the machine can read the index
-    files anyway, and chose the labels."""
+    files anyway, and chose the labels. The run is recorded under the command line's own
+    caller id (``@cli``), which ``check-citations`` uses too."""
     with searching(settings) as (_backends, search):
-        return search.service.search_telling_no_access(request, labels, lambda: True)
+        searcher = search.recording()
+        if isinstance(searcher, TellsNoAccess):
+            return searcher.search_telling_no_access(request, labels, lambda: True)
+        return searcher.search(request, labels)
+
+
+def check_once(settings: Settings, request: CheckRequest,
+               labels: frozenset[str]) -> CheckResponse:
+    """``policy-indexer check-citations``: the citations of a reply, as the command line's
+    caller (``@cli``: its own runs only) with ``labels``. ``UnknownRun`` for a run id it
+    has no run of."""
+    with searching(settings, freshness=False, rerank=False) as (_backends, search):
+        if search.checker is None:
+            raise SearchNotConfigured("no search run log: citations cannot be checked")
+        return search.checker.check(request, Caller(LOCAL_KEY_ID, labels))
 
 
 def serve_search(settings: Settings) -> None:
     """``policy-indexer serve``: POST /search and MCP over streamable HTTP, until SIGTERM."""
     registry = process_registry()
     with searching(settings, registry) as (backends, search):
-        app = search_app(settings, search.service, registry, backends.store)
+        app = search_app(settings, search.recording(registry), registry, backends.store,
+                         checker=search.checker)
         with Supervisor() as parts:
             # /metrics on the search port needs its token; this one is on metrics_host
             metrics_server = MetricsServer(settings.metrics_host, settings.metrics_port,
@@ -283,12 +329,14 @@ def serve_mcp_stdio(settings: Settings) -> None:
         raise SearchNotConfigured(
             "no POLICY_INDEXER_MCP_API_KEY: the stdio server's caller gets the labels of that "
             "key (one of POLICY_INDEXER_SEARCH_API_KEYS)")
+    keys = credentials(settings)
     try:
-        labels = labels_for_key(credentials(settings), settings.mcp_api_key.get_secret_value())
+        labels = labels_for_key(keys, settings.mcp_api_key.get_secret_value())
     except LookupError as exc:
         raise SearchNotConfigured(f"POLICY_INDEXER_MCP_API_KEY: {exc}") from exc
+    key_id = keys.resolve(settings.mcp_api_key.get_secret_value()).key_id
     with searching(settings) as (_backends, search):
-        run_stdio(search.service, labels)
+        run_stdio(search.recording(), labels, key_id=key_id, checker=search.checker)
 
 
 def embed(settings: Settings, *, once: bool) -> int:
@@ -299,7 +347,8 @@ def embed(settings: Settings, *, once: bool) -> int:
     registry = process_registry()
     # no passage is returned here: listing the source for freshness (or loading the
     # reranker) would be wasted
-    with searching(settings, registry, freshness=False, rerank=False) as (backends, search):
+    with searching(settings, registry, freshness=False, rerank=False,
+                   runs=False) as (backends, search):
         if search.encoder is None:
             raise SearchNotConfigured("POLICY_INDEXER_SEARCH_ENCODER=none: nothing to embed")
         if once:
@@ -326,7 +375,7 @@ def evaluate_file(settings: Settings, qa_path: Path,
     from retrieval.rerank import WithThreshold  # noqa: PLC0415
 
     rows = load_rows(qa_path)
-    with searching(settings) as (_backends, search):
+    with searching(settings, runs=False) as (_backends, search):
         service = search.service
         reranker = service.reranker
         unthresholded = SearchService(

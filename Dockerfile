@@ -1,20 +1,24 @@
+# syntax=docker/dockerfile:1
 # One image for every policy-indexer process: `run` (workers, or the embedded mode), `webhook`,
 # `monitor`, `scheduler`, `serve`, `embed`. The command is the argument:
 #   docker run IMAGE run | webhook | monitor | scheduler | serve | embed | config | ...
 # Build: docker build -t policy-indexer:0.1.0 .   (docs/deploy.md)
 #
 # Two stages: the build stage makes a virtualenv with deploy/image/install.sh (the same
-# script tests/unit/deploy/test_image.py runs on the CI machine), the final stage copies the
-# virtualenv alone onto the same slim base: no compiler, no pip cache, no sources.
+# script tests/unit/deploy/test_image.py runs on the CI machine) from the lock file, the
+# final stage copies the virtualenv alone onto the same slim base: no compiler, no pip
+# cache, no sources. BuildKit (the default builder) for the cache mount.
 # The base is pinned to an exact patch release and Debian suite; bump both stages together.
 
 FROM python:3.11.14-slim-bookworm AS build
-ENV PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
 COPY . .
-RUN sh deploy/image/install.sh /src /opt/policy-indexer
+# The dependencies come from deploy/image/requirements.lock (pinned, with hashes); pip's
+# cache is a BuildKit cache mount: kept between builds, never in a layer.
+RUN --mount=type=cache,target=/root/.cache/pip \
+    sh deploy/image/install.sh /src /opt/policy-indexer
 
 FROM python:3.11.14-slim-bookworm
 LABEL org.opencontainers.image.title="policy-indexer" \

@@ -8,7 +8,8 @@
 # SOURCE_DIR is the build context (.dockerignore applied); VENV_DIR is made with the
 # interpreter on PATH (python3) and gets the project as a regular, non-editable install:
 # the final stage copies VENV_DIR alone, without the sources. pip's options come from the
-# environment (the Dockerfile sets PIP_NO_CACHE_DIR=1; a developer's cache is welcome here).
+# environment; its cache is welcome (the Dockerfile mounts a BuildKit cache for it, which
+# stays out of the image).
 set -eu
 if [ $# -ne 2 ]; then
     echo "usage: $0 SOURCE_DIR VENV_DIR" >&2
@@ -21,11 +22,20 @@ venv=$2
 
 python3 -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-# A wheel first, then the wheel: the venv holds no reference to SOURCE_DIR.
+# Every runtime dependency from the lock (deploy/image/lock.py makes it from pyproject.toml),
+# each file checked against its hash; nothing is resolved here, so two builds of one commit
+# install the same files.
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes \
+    --no-deps -r "$src/deploy/image/requirements.lock"
+# A wheel first, then the wheel, alone (--no-deps: its dependencies are the lock's): the
+# venv holds no reference to SOURCE_DIR.
 wheels=$(mktemp -d)
 "$venv/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-deps \
     --wheel-dir "$wheels" "$src"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheels"/policy_indexer-*.whl
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
+    "$wheels"/policy_indexer-*.whl
+# The lock holds every dependency: pip says so if one is missing or conflicts.
+"$venv/bin/python" -m pip check
 rm -rf "$wheels"
 # The console script is the image's one entrypoint: it must start.
 "$venv/bin/policy-indexer" --version

@@ -49,7 +49,12 @@ def test_the_dockerfile_keeps_the_rules_of_a_production_image() -> None:
     assert "COPY --from=build /opt/policy-indexer /opt/policy-indexer" in final
     for build_tool in ("gcc", "build-essential", "pip install"):
         assert build_tool not in final, f"{build_tool} in the final stage"
-    assert "RUN sh deploy/image/install.sh /src /opt/policy-indexer" in text
+    # the lock's hashes decide what is installed, pip's cache lives in a BuildKit mount
+    assert re.search(r"^RUN --mount=type=cache,target=/root/\.cache/pip \\\n\s+"
+                     r"sh deploy/image/install\.sh /src /opt/policy-indexer$", text,
+                     flags=re.MULTILINE), "the install step with the pip cache mount"
+    assert "PIP_NO_CACHE_DIR" not in text, "the cache mount is the cache"
+    assert text.startswith("# syntax=docker/dockerfile:1\n")
 
 
 def docker_context(root: Path) -> list[str]:

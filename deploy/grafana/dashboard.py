@@ -186,6 +186,23 @@ def rows(lag_bound_s: float, leftover_bound_s: float) -> list[Row]:
                 "threshold) does not serve. A jump after a deploy or a model change is a "
                 "regression.", width=24),
         ]),
+        Row("Citations", [
+            Panel("Wrong-citation rate", "timeseries", "percentunit", [
+                Target("replies with a wrong citation", "sum(rate("
+                       + q("policy_indexer_citation_replies_total", 'result="wrong"')
+                       + "[15m])) / sum(rate("
+                       + q("policy_indexer_citation_replies_total") + "[15m]))"),
+            ], "Share of replies checked by check_citations with at least one citation "
+                "that has a problem (support_unchecked, reported for every citation, does "
+                "not count).", threshold=0.05, runbook="PolicyIndexerSupersededCitations"),
+            Panel("Citation problems by code", "timeseries", "short", [
+                Target("{{problem}}", "sum by (problem) (increase("
+                       f"{q('policy_indexer_citation_problems_total')}[1h]))"),
+            ], "Problems found in the last hour, by code: superseded (an old version), "
+                "not_returned, unknown_document/clause, out_of_scope, not_valid_on_date, "
+                "not_permitted, quote_not_found, number_not_in_clause.",
+                runbook="PolicyIndexerSupersededCitations"),
+        ]),
         Row("Vector backfill", [
             Panel("Vector lag", "timeseries", "s", [
                 Target("{{instance}}",

@@ -229,7 +229,8 @@ def test_mcp_over_stdio_binds_the_configured_key(embedded_env: dict[str, str]) -
             return tools, result.structured_content
 
     tools, rider = anyio.run(call, RIDER_KEY)
-    assert tools == ["search_policy"]
+    assert tools == ["search_policy", "check_citations"]
+    assert rider["run_id"] is not None  # recorded under the stdio key's own id
     assert all(p["document_id"] != "refunds/agent-handbook" for p in rider["passages"])
     _tools, agent = anyio.run(call, AGENT_KEY)
     assert any(p["document_id"] == "refunds/agent-handbook" for p in agent["passages"])

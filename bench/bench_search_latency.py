@@ -38,7 +38,8 @@
    ratio before / after. ``--query-cache off`` asks the working tree's service to
    keep no question vectors (the default: the questions are cycled, and a cache
    would answer the repeats; ``on`` measures it with the cache).
-Goals (issue 17): p95 < 150 ms embedded, < 250 ms Elasticsearch, encoding included.
+Goals, so that the search stays a small part of an agent's turn: p95 < 150 ms embedded,
+< 250 ms Elasticsearch, encoding included.
 """
 
 from __future__ import annotations

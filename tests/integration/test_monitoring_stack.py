@@ -229,11 +229,51 @@ def test_every_dashboard_and_rule_expression_runs_and_every_panel_has_data(
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(unsigned, timeout=10)
     assert refused.value.code == 401
+    # the search server and the vector backfill: the Search and Vector backfill rows
+    search, backfill = _search_and_backfill(stack)
     try:
         _every_expression_runs_and_every_panel_has_data(stack)
     finally:
         scheduler.stop()  # before its hourly sweep could clear the next test's leftovers
         webhook.stop()
+        search.stop()
+        backfill.stop()
+
+
+SEARCH_KEY = "monitoring-key-0123456789abcdef"
+
+
+def _search_and_backfill(stack: Stack) -> tuple[Process, Process]:
+    """``serve`` (scraped on its metrics port) answering an ok-or-no_document question and
+    a no_document one after Prometheus has seen its first search (a rate needs an
+    increase), and ``embed`` (vector lag and backlog)."""
+    metrics_port, search_port, embed_port = free_port(), free_port(), free_port()
+    keys = json.dumps({"monitoring": {"key": SEARCH_KEY, "labels": ["public"]}})
+    search = Process(["serve"], {**stack.env, "POLICY_INDEXER_METRICS_PORT": str(metrics_port),
+                                 "POLICY_INDEXER_SEARCH_PORT": str(search_port),
+                                 "POLICY_INDEXER_SEARCH_API_KEYS": keys},
+                     component="search", test=stack.test, targets_dir=stack.targets_dir,
+                     log_path=stack.workdir / "search.log", port=metrics_port).start()
+    backfill = Process(["embed"], {**stack.env, "POLICY_INDEXER_METRICS_PORT": str(embed_port)},
+                       component="embed", test=stack.test, targets_dir=stack.targets_dir,
+                       log_path=stack.workdir / "embed.log", port=embed_port).start()
+
+    def ask(question: str) -> None:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{search_port}/search", method="POST",
+            data=json.dumps({"question": question}).encode(),
+            headers={"Authorization": f"Bearer {SEARCH_KEY}",
+                     "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            assert answer.status == 200
+
+    ask("refund policy")
+    count = f'sum(policy_indexer_search_latency_seconds_count{{test="{stack.test}"}})'
+    wait_for("Prometheus to hold the first search", lambda: (stack.prometheus.value(count)
+                                                             or 0) >= 1, 60, on_timeout=search.tail)
+    for question in ("refund policy", "zebra quantum xylophone harbour", "terms"):
+        ask(question)
+    return search, backfill
 
 
 def _every_expression_runs_and_every_panel_has_data(stack: Stack) -> None:

@@ -31,9 +31,10 @@ from store.errors import (
 from store.model import ChunkRef, DocumentState
 from store.search import SearchHit, SearchQueryError, fts5_match
 from store.search_index import check_labels
-from store.sqlite_rows import search_rows
+from store.sqlite_rows import chunk_rows, search_rows
 from store.sqlite_schema import (
     ADD_OWNER,
+    DELETE_CHUNKS,
     GET_STATE,
     LIST_STATES,
     PUT_STATE,
@@ -41,11 +42,13 @@ from store.sqlite_schema import (
     SCHEMA_VERSION,
     SEARCH,
     SEARCH_SCHEMA,
-    UPSERT_CHUNK,
     caller_labels_param,
 )
 
 _PAGE = 1000
+# Rows a multi-row statement takes at most (``store.sqlite_schema`` says why they are
+# many); fewer where the SQLite build allows fewer parameters a statement.
+_ROWS_PER_STATEMENT = 500
 MAX_SEARCH_LIMIT = 1000
 
 
@@ -91,6 +94,11 @@ class SQLiteStore:
             raise StoreSetupError(
                 f"cannot open the SQLite store at {str(self.path)!r}: {exc}"
             ) from exc
+        widest = 7  # parameters of a chunk's row
+        self._per_statement = max(1, min(
+            _ROWS_PER_STATEMENT,
+            self._conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // widest,
+        ))
 
     # -- plumbing ----------------------------------------------------------
     def _write(self, what: str, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[int]:
@@ -154,7 +162,8 @@ class SQLiteStore:
             "SELECT c.body FROM chunks AS c WHERE NOT EXISTS "
             "(SELECT 1 FROM chunk_filters AS f WHERE f.rowid = c.rowid)",
         )
-        statements = [s for (body,) in rows for s in search_rows(Chunk.model_validate_json(body))]
+        chunks = [Chunk.model_validate_json(body) for (body,) in rows]
+        statements = search_rows(chunks, self._per_statement)
         statements.append((
             "UPDATE store_meta SET value = ? WHERE key = 'schema_version'",
             (str(SCHEMA_VERSION),),
@@ -229,33 +238,30 @@ class SQLiteStore:
     def write_chunks(self, chunks: Sequence[Chunk]) -> int:
         indexed_at = datetime.now(UTC).isoformat()
         refused = [c.chunk_id for c in chunks if keyword_too_long(c) is not None]
-        rows: list[tuple[str, Sequence[Any]]] = []
-        for c in chunks:
-            if c.chunk_id in refused:
-                continue
-            rows.append((UPSERT_CHUNK, (
-                c.chunk_id, c.document_id, c.version, indexed_at,
-                json.dumps(sorted(set(c.metadata.access_labels))), c.embed_text,
-                c.model_dump_json(),
-            )))
-            rows.extend(search_rows(c))
-        if rows:
-            self._write("write chunks", rows)
-        written = sum(1 for sql, _ in rows if sql is UPSERT_CHUNK)
+        kept = [c for c in chunks if c.chunk_id not in refused]
+        # An id given twice is written once: at its first place, with its last chunk.
+        distinct = list({c.chunk_id: c for c in kept}.values())
+        if distinct:
+            self._write("write chunks", [
+                *chunk_rows(distinct, indexed_at, self._per_statement),
+                *search_rows(distinct, self._per_statement),
+            ])
         if refused:
             raise RejectedDocumentError(
                 f"keyword longer than {MAX_KEYWORD_BYTES} bytes in chunks {refused[:3]}",
                 item_ids=tuple(refused),
             )
-        return written
+        return len(kept)
 
     def delete_chunks(self, chunk_ids: Iterable[str]) -> int:
         unique = list(dict.fromkeys(chunk_ids))
         if not unique:
             return 0
-        counts = self._write(
-            "delete chunks", [("DELETE FROM chunks WHERE chunk_id = ?", (cid,)) for cid in unique]
-        )
+        per = self._per_statement
+        counts = self._write("delete chunks", [
+            (DELETE_CHUNKS.format(params=", ".join("?" * len(part))), part)
+            for part in (unique[start:start + per] for start in range(0, len(unique), per))
+        ])
         return sum(counts)
 
     def find_chunks(

@@ -70,9 +70,13 @@ CREATE TABLE IF NOT EXISTS document_states (
 # A file made before schema 3: its states gain the owner column, NULL (unowned).
 ADD_OWNER = "ALTER TABLE document_states ADD COLUMN owner TEXT"
 
-UPSERT_CHUNK = """
+# Statements that write chunks and their search rows take many rows at once: at each
+# statement's savepoint FTS5 writes the terms it holds in memory to its index as a new
+# segment, which later writes then merge. One statement a chunk made a segment a chunk
+# in both FTS5 tables (and one a deleted chunk): most of an embedded replay's time.
+UPSERT_CHUNKS = """
 INSERT INTO chunks(chunk_id, document_id, version, indexed_at, access_labels, embed_text, body)
-VALUES (?, ?, ?, ?, ?, ?, ?)
+VALUES {values}
 ON CONFLICT(chunk_id) DO UPDATE SET
     document_id = excluded.document_id,
     version = excluded.version,
@@ -81,6 +85,14 @@ ON CONFLICT(chunk_id) DO UPDATE SET
     embed_text = excluded.embed_text,
     body = excluded.body
 """
+DELETE_CHUNKS = "DELETE FROM chunks WHERE chunk_id IN ({params})"
+
+
+def values(rows: int, columns: int) -> str:
+    """``(?, ?), (?, ?)`` for ``rows`` rows of ``columns`` parameters: a multi-row statement."""
+    one = "(" + ", ".join("?" * columns) + ")"
+    return ", ".join([one] * rows)
+
 
 # The version check and the write are one statement: a lower version changes nothing.
 PUT_STATE = """
@@ -132,7 +144,7 @@ LIMIT :limit
 """
 
 # -- the search side: filters, analysed terms and vectors per chunk ----------
-# Written in the chunk's own transaction (``store.sqlite_search.search_rows``); removed
+# Written in the chunk's own transaction (``store.sqlite_rows.search_rows``); removed
 # with it (foreign keys, and a trigger for the FTS5 table, which has none).
 SEARCH_SCHEMA = """
 CREATE TABLE IF NOT EXISTS chunk_filters (
@@ -160,10 +172,16 @@ CREATE TABLE IF NOT EXISTS chunk_vectors (
 
 PUT_FILTERS = """
 INSERT OR REPLACE INTO chunk_filters(rowid, valid_from, valid_to, scope, everyone, language)
-SELECT rowid, ?, ?, ?, ?, ? FROM chunks WHERE chunk_id = ?
+SELECT c.rowid, v.column1, v.column2, v.column3, v.column4, v.column5
+FROM (VALUES {values}) AS v JOIN chunks AS c ON c.chunk_id = v.column6
 """
-DROP_TERMS = "DELETE FROM chunk_terms WHERE rowid = (SELECT rowid FROM chunks WHERE chunk_id = ?)"
-PUT_TERMS = "INSERT INTO chunk_terms(rowid, terms) SELECT rowid, ? FROM chunks WHERE chunk_id = ?"
+DROP_TERMS = """
+DELETE FROM chunk_terms WHERE rowid IN (SELECT rowid FROM chunks WHERE chunk_id IN ({params}))
+"""
+PUT_TERMS = """
+INSERT INTO chunk_terms(rowid, terms)
+SELECT c.rowid, v.column1 FROM (VALUES {values}) AS v JOIN chunks AS c ON c.chunk_id = v.column2
+"""
 
 # Every filter of ``store.search_index`` in SQL: current version (the join on the
 # state), date, scope, permission. ``:any_scope`` / ``:no_permission`` switch one off.

@@ -245,8 +245,8 @@ SEARCH_KEY = "monitoring-key-0123456789abcdef"
 
 def _search_and_backfill(stack: Stack) -> tuple[Process, Process]:
     """``serve`` (scraped on its metrics port) answering an ok-or-no_document question and
-    a no_document one after Prometheus has seen its first search (a rate needs an
-    increase), and ``embed`` (vector lag and backlog)."""
+    a no_document one, and checking a wrong citation, after Prometheus has seen its first
+    search and check (a rate needs an increase), and ``embed`` (vector lag and backlog)."""
     metrics_port, search_port, embed_port = free_port(), free_port(), free_port()
     keys = json.dumps({"monitoring": {"key": SEARCH_KEY, "labels": ["public"]}})
     search = Process(["serve"], {**stack.env, "POLICY_INDEXER_METRICS_PORT": str(metrics_port),
@@ -267,12 +267,26 @@ def _search_and_backfill(stack: Stack) -> tuple[Process, Process]:
         with urllib.request.urlopen(request, timeout=30) as answer:
             assert answer.status == 200
 
+    def check_a_wrong_citation() -> None:  # the Citations row: a reply citing no document
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{search_port}/citations/check", method="POST",
+            data=json.dumps({"citations": [{"document_id": "no-such-policy",
+                                            "clause": "1"}]}).encode(),
+            headers={"Authorization": f"Bearer {SEARCH_KEY}",
+                     "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            assert answer.status == 200
+
     ask("refund policy")
+    check_a_wrong_citation()
     count = f'sum(policy_indexer_search_latency_seconds_count{{test="{stack.test}"}})'
-    wait_for("Prometheus to hold the first search", lambda: (stack.prometheus.value(count)
-                                                             or 0) >= 1, 60, on_timeout=search.tail)
+    checks = f'sum(policy_indexer_citation_replies_total{{test="{stack.test}"}})'
+    wait_for("Prometheus to hold the first search and citation check",
+             lambda: (stack.prometheus.value(count) or 0) >= 1
+             and (stack.prometheus.value(checks) or 0) >= 1, 60, on_timeout=search.tail)
     for question in ("refund policy", "zebra quantum xylophone harbour", "terms"):
         ask(question)
+    check_a_wrong_citation()
     return search, backfill
 
 

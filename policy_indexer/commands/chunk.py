@@ -19,6 +19,7 @@ from chunker import ChunkerError, SizePolicy, chunk_document
 from chunker.invariants import problems
 
 _NOT_IN_ID = re.compile(r"[@#\x00-\x1f\x7f]")
+_LINES_A_WRITE = 256
 
 
 @click.command()
@@ -81,8 +82,9 @@ def chunk(  # noqa: PLR0917 - click passes options as arguments
         )
     except ChunkerError as exc:
         raise click.ClickException(f"{name}: {exc}") from exc
-    for item in chunks:
-        click.echo(item.model_dump_json())
+    # A few hundred lines a write: a write and a flush a chunk cost ~30 ms of 5 MB's 4,300.
+    for start in range(0, len(chunks), _LINES_A_WRITE):
+        click.echo("\n".join(c.model_dump_json() for c in chunks[start:start + _LINES_A_WRITE]))
     if check:
         found = problems(content.decode("utf-8-sig"), chunks, policy)
         for problem in found:

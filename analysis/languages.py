@@ -101,7 +101,7 @@ def load_detector_in_background() -> threading.Thread:
     """Start loading the detector's model in a thread, and return that thread.
 
     Loading takes ~1.4 s from the package (LZMA decompression, which releases the
-    GIL), ~0.2 s from the uncompressed copy (``analysis.langid_model``): a process
+    GIL), ~0.01 s mapped from the uncompressed copy (``analysis.langid_model``): a process
     that will detect (a replay, a worker) starts it first and does its other start-up
     work meanwhile. ``detect`` waits for a load under way.
     """

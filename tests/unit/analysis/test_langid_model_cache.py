@@ -79,3 +79,17 @@ def test_a_damaged_copy_falls_back_to_the_packaged_model(
     assert [p.name for p in tmp_path.iterdir()] == [copy.name]  # written again, no temp left
     assert copy.stat().st_size == size
     assert _answers(tmp_path) == packaged
+
+
+def test_the_copy_is_mapped_not_read(tmp_path: Path) -> None:
+    """Its pages come from the page cache that every process shares, on first touch."""
+    import numpy as np
+
+    _answers(tmp_path)
+    langid_model.use_cache_dir(tmp_path)
+    try:
+        identifier = langid_model.load_identifier()
+    finally:
+        langid_model.use_cache_dir(None)
+    assert isinstance(identifier.nb_ptc, np.memmap)
+    assert isinstance(identifier.tk_nextmove, memoryview)

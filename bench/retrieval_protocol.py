@@ -7,7 +7,11 @@ against a saved run of the code before it (``bench/results/retrieval-baseline.js
 
     **keep** a change only if the mean recall@5 over the sets (each set's share
     of its answerable rows, averaged, so a small set weighs as much as a large
-    one) rises, and no set loses more than one question at 5.
+    one) rises, and no set loses more than one question at 5. **Tie-break**: a
+    change that leaves every set's recall@5 exactly as it was is kept when it
+    only reorders the top for the better: no set's MRR falls and the mean MRR
+    rises (the right rule moving from 5th to 3rd is what an agent that asks for
+    3 passages needs, and recall@5 cannot see it).
 
 Both runs must cover the same sets with the same questions; otherwise there is
 nothing to compare and the change is rejected with that reason.
@@ -157,6 +161,8 @@ def keep_rule(before: RunReport, after: RunReport) -> Decision:
     if drops:
         worst = ", ".join(f"{n} {b} -> {a} ({a - b:+d})" for n, b, a in drops)
         return Decision(False, f"recall@5 drops by more than one question: {worst}")
+    if all(after.sets[n].ours.hits[5] == before.sets[n].ours.hits[5] for n in after.sets):
+        return _reorder_only(before, after)
     if new <= old:
         return Decision(False, f"mean recall@5 does not rise ({old:.3f} -> {new:.3f})")
     worst_name = min(after.sets, key=lambda n: after.sets[n].ours.hits[5]
@@ -164,6 +170,22 @@ def keep_rule(before: RunReport, after: RunReport) -> Decision:
     delta = after.sets[worst_name].ours.hits[5] - before.sets[worst_name].ours.hits[5]
     return Decision(True, f"mean recall@5 rises {old:.3f} -> {new:.3f}; no set drops by more "
                           f"than one question (least change: {worst_name} {delta:+d})")
+
+
+def _reorder_only(before: RunReport, after: RunReport) -> Decision:
+    """The tie-break: recall@5 the same in every set; the top is better ordered or not."""
+    falls = [(n, before.sets[n].ours.mrr, after.sets[n].ours.mrr) for n in after.sets
+             if after.sets[n].ours.mrr < before.sets[n].ours.mrr - 1e-9]
+    if falls:
+        worst = ", ".join(f"{n} {b:.3f} -> {a:.3f}" for n, b, a in falls)
+        return Decision(False, f"recall@5 unchanged in every set and MRR falls: {worst}")
+    old = mean([before.sets[n].ours.mrr for n in after.sets]) or 0.0
+    new = mean([after.sets[n].ours.mrr for n in after.sets]) or 0.0
+    if new <= old + 1e-9:
+        return Decision(False, f"recall@5 unchanged in every set and mean MRR does not rise "
+                               f"({old:.3f} -> {new:.3f})")
+    return Decision(True, f"recall@5 unchanged in every set; mean MRR rises {old:.3f} -> "
+                          f"{new:.3f} and no set's MRR falls (the top is better ordered)")
 
 
 def _hits(ranking: Ranking) -> str:

@@ -29,6 +29,9 @@
   caller's (onnxruntime and sqlite3 both release the GIL, so on two cores the
   legs overlap), and the vectors of the last ``query_cache_size`` questions
   are kept (``embeddings.query_cache``): a repeated question is not encoded.
+- A document's lead-in preamble (text before its first heading, with sections
+  after it) has its fused score halved: it names the topic of every rule below
+  it and would otherwise outrank the rule that answers.
 - When the filters leave no more than k chunks, all of them come back, ranked
   (those neither leg found last, with score 0).
 - A cross-encoder (``reranker``, ``retrieval.rerank``), where the deployment has
@@ -53,6 +56,7 @@ from typing import TYPE_CHECKING
 from analysis.languages import detect, normalise
 from analysis.terms import analyse, query_terms
 from chunker.model import Chunk
+from chunker.sections import PREAMBLE_SLUG
 from embeddings.encoder import Encoder
 from embeddings.query_cache import DEFAULT_SIZE as QUERY_CACHE_SIZE
 from embeddings.query_cache import QueryVectors
@@ -73,12 +77,15 @@ from store.search_terms import chunk_terms, text_to_embed
 if TYPE_CHECKING:  # onnxruntime loads only where a reranker is configured
     from retrieval.rerank import Reranker
 
-# Measured on the basecamp QA set (bench/bench_retrieval.py, docs/search.md).
+# Thresholds measured on the basecamp QA set; weights chosen on every public set
+# (bench/bench_retrieval.py, docs/search.md "How a ranking change is chosen").
 DEFAULT_THRESHOLD = 0.30  # best dense cosine (MiniLM): refuses the off-topic, see docs/search.md
 DEFAULT_KEYWORD_THRESHOLD = 0.5  # share of the question's terms in the best passages
 # Below this detector probability the question is also analysed in English.
 SURE_LANGUAGE = 0.95
 CANDIDATES = 50  # hits asked of each leg before fusion
+LEG_WEIGHTS = (1.0, 1.0)  # keyword, dense: each leg's share in the fusion
+PREAMBLE_WEIGHT = 0.5  # a lead-in preamble's fused score is multiplied by this (_is_lead_in)
 RERANKER_CANDIDATES = 30  # of the fused top, rescored by the reranker
 # no_access: question terms a hidden chunk's title and heading path must hold (or all of
 # its own, when it has fewer), and how many hidden chunks are looked at.
@@ -121,6 +128,8 @@ class SearchService:
         query_cache_size: int = QUERY_CACHE_SIZE,
         reranker: Reranker | None = None,
         reranker_candidates: int = RERANKER_CANDIDATES,
+        leg_weights: tuple[float, float] = LEG_WEIGHTS,
+        preamble_weight: float = PREAMBLE_WEIGHT,
     ) -> None:
         self.index = index
         self.encoder = encoder
@@ -132,6 +141,8 @@ class SearchService:
         self.candidates = candidates
         self.reranker = reranker
         self.reranker_candidates = reranker_candidates
+        self.leg_weights = leg_weights
+        self.preamble_weight = preamble_weight
         self.query_vectors = (
             QueryVectors(encoder, query_cache_size) if encoder is not None else None
         )
@@ -223,8 +234,15 @@ class SearchService:
                                  *(("dense",) if dense else ()))
         by_id = {h.chunk_id: h.chunk for h in (*keyword, *dense)}
         fused = reciprocal_rank_fusion(
-            [[h.chunk_id for h in keyword], [h.chunk_id for h in dense]], k=self.rrf_k
+            [[h.chunk_id for h in keyword], [h.chunk_id for h in dense]], k=self.rrf_k,
+            weights=self.leg_weights,
         )
+        if self.preamble_weight != 1.0:
+            fused = sorted(
+                ((cid, score * (self.preamble_weight if _is_lead_in(by_id[cid]) else 1.0))
+                 for cid, score in fused),
+                key=lambda pair: (-pair[1], pair[0]),
+            )
         scores = dict(fused)
         chunks = [by_id[cid] for cid, _ in fused]
         if len(chunks) < k:  # do the filters leave no more than k chunks? then all of them
@@ -345,6 +363,12 @@ class SearchService:
             for cid, owner in wanted.items()
             if cid in found
         ][:limit]
+
+
+def _is_lead_in(chunk: Chunk) -> bool:
+    """A document's preamble when the document has sections after it: an introduction
+    that names the topic of every rule below it, rarely the rule itself."""
+    return chunk.section == PREAMBLE_SLUG and chunk.neighbours.next is not None
 
 
 def heading_terms(chunk: Chunk) -> set[str]:

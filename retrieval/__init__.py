@@ -1,1 +1,1 @@
-"""search_policy: the retrieval tool over the index (issue 17); models in ``retrieval.models``."""
+"""search_policy: the retrieval tool over the index; models in ``retrieval.models``."""

@@ -1,4 +1,4 @@
-"""``no_access`` is no oracle on restricted text (issue 22 item 1).
+"""``no_access`` is no oracle on restricted text.
 
 A public caller probing a staff document's secret must learn nothing it could not
 already know: the exact secret and a wrong one get the same answer, whether its key

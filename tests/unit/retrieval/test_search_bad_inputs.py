@@ -1,5 +1,5 @@
-"""POST /search refuses each bad input with the JSON error the docs describe (issue 22
-item 15): ``k`` must be a JSON integer; a lone surrogate and 5,000-deep JSON are 4xx
+"""POST /search refuses each bad input with the JSON error the docs describe:
+``k`` must be a JSON integer; a lone surrogate and 5,000-deep JSON are 4xx
 JSON answers, never a plain-text 500, and the searcher is never called.
 
 Over a real uvicorn server on loopback and the label-filtering fake searcher.

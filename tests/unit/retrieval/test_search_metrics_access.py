@@ -1,4 +1,5 @@
-"""``/metrics`` on the search port is not for anyone who can reach it (issue 22 item 4).
+"""``/metrics`` on the search port is not for anyone who can reach it: it names
+restricted documents.
 
 The scrape names documents (restricted ones too), lag series and unreadable files'
 ids. On the search port it is served only with ``POLICY_INDEXER_SEARCH_METRICS_TOKEN``

@@ -1,6 +1,6 @@
 """The question is encoded while the keyword leg runs, and a repeated question is not encoded.
 
-Both are latency (issue 17: p95 < 150 ms embedded, encoding included); neither
+Both are latency (the goal: p95 < 150 ms embedded, encoding included); neither
 may change an answer.
 """
 

@@ -1,5 +1,4 @@
-"""A passage's link is only an http(s) URL or a relative path: a signed
-webhook could set a document path to ``javascript:...``.
+"""A passage's link is only an http(s) URL or a relative path.
 
 A signed webhook decides ``document.path``; it came back unchanged as the passage
 ``link``, which an agent's UI may render as an anchor. Anything else is dropped

@@ -18,13 +18,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-import elastic_transport
 import numpy as np
 import structlog
-from elasticsearch import ApiError, Elasticsearch
+from elasticsearch import Elasticsearch
 
 from embeddings.cache import Vector, check_vectors, text_hash
 from embeddings.errors import EmbeddingCacheError, TransientEmbeddingCacheError
+from foundation.es_errors import ErrorTree, is_transient_status
+from foundation.es_errors import call as es_call
 
 T = TypeVar("T")
 log = structlog.get_logger(__name__)
@@ -43,21 +44,17 @@ MAPPINGS: dict[str, Any] = {
 }
 
 
-def _transient(status: int) -> bool:
-    return status == 429 or status >= 500
+# A blocked index lifts (transient); refused credentials or TLS not verified is a setting.
+CACHE_ERRORS = ErrorTree(
+    error=lambda message, _status: EmbeddingCacheError(message),
+    transient=lambda message, _status: TransientEmbeddingCacheError(message),
+    blocked=lambda message, _status: TransientEmbeddingCacheError(message),
+    access=lambda message, _status: EmbeddingCacheError(message),
+)
 
 
 def _call(what: str, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    try:
-        return call(*args, **kwargs)
-    except (elastic_transport.ConnectionError, elastic_transport.ConnectionTimeout) as exc:
-        raise TransientEmbeddingCacheError(
-            f"embedding cache: {what}: Elasticsearch unreachable: {exc}") from exc
-    except ApiError as exc:
-        error = TransientEmbeddingCacheError if _transient(exc.meta.status) else EmbeddingCacheError
-        raise error(f"embedding cache: {what}: HTTP {exc.meta.status}: {exc}") from exc
-    except elastic_transport.TransportError as exc:
-        raise TransientEmbeddingCacheError(f"embedding cache: {what}: {exc}") from exc
+    return es_call(CACHE_ERRORS, f"embedding cache: {what}", call, *args, **kwargs)
 
 
 class ElasticsearchEmbeddingCache:
@@ -132,7 +129,8 @@ class ElasticsearchEmbeddingCache:
                 status = int(result.get("status", 0))
                 if status < 300:
                     continue
-                error = TransientEmbeddingCacheError if _transient(status) else EmbeddingCacheError
+                error = (TransientEmbeddingCacheError if is_transient_status(status)
+                         else EmbeddingCacheError)
                 raise error(f"embedding cache: {what}: item {result.get('_id')!r}: HTTP "
                             f"{status}: {result.get('error')}")
 

@@ -16,6 +16,7 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 from chunker.model import Chunk
+from foundation.es_errors import is_blocked, is_transient_status
 from store import es_mappings
 from store.errors import (
     RejectedDocumentError,
@@ -24,15 +25,7 @@ from store.errors import (
     StoreUnavailableError,
     TransientStoreError,
 )
-from store.es_requests import (
-    PAGE,
-    bulk,
-    is_blocked,
-    is_transient_status,
-    parse_dt,
-    search_all,
-    translate,
-)
+from store.es_requests import PAGE, bulk, parse_dt, search_all, translate
 from store.es_search_fields import search_fields
 from store.limits import BULK_MAX_ACTIONS, BULK_MAX_BYTES
 from store.model import ChunkRef, DocumentState

@@ -27,9 +27,10 @@ from datetime import datetime
 from typing import Any
 
 from chunker.model import Chunk
+from foundation.es_errors import is_transient_status
 from store.elasticsearch import ElasticsearchStore
 from store.errors import StoreError, TransientStoreError
-from store.es_requests import bulk, is_transient_status, parse_dt, translate
+from store.es_requests import bulk, parse_dt, translate
 from store.es_search_fields import chunk_from_source
 from store.search import SearchHit
 from store.search_index import SearchFilters, Vector, check_limit

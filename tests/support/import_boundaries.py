@@ -39,7 +39,7 @@ from packaging.utils import canonicalize_name
 
 # Lower layers are the core; a package may import only packages of lower layers.
 LAYER: dict[str, int] = {
-    "sqlitedb": 0,
+    "sqlitedb": 0, "foundation": 0,
     "events": 1, "analysis": 1, "embeddings": 1,
     "chunker": 2, "transport": 2,
     "store": 3,

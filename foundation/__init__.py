@@ -1,0 +1,10 @@
+"""What every package shares, below all of them (layer 0), one idea a module.
+
+- ``es_errors``: every Elasticsearch call's errors translated into the caller's
+  own error tree, with one rule for transient, blocked, refused credentials and
+  TLS not verified (the store, the search run log, the reindex run log and
+  lease, the embedding cache all call through it).
+
+Importing the package imports none of them (the embedded mode never loads the
+Elasticsearch client).
+"""

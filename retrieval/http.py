@@ -18,6 +18,9 @@ The checks run cheapest first and each refusal says what was wrong:
 5. a valid ``SearchRequest`` (no ``labels`` field: rule 8)      → 422, naming field and value
 6. the search                                                   → 200 ``SearchResponse``, or 500
 
+``GET /openapi.json`` is the OpenAPI 3.1 document of these routes, generated from the
+models (``retrieval.openapi``), served without a key.
+
 ``POST /citations/check`` (``citation_routes``, with a ``CitationChecker``) takes the
 same keys and runs checks 1 to 4 the same way (its body may hold 256 kB: 50
 citations with quotes and claims), then a valid ``CheckRequest`` (422), a run id of
@@ -50,6 +53,7 @@ from retrieval.credentials import Caller, Credentials, UnknownKey
 from retrieval.metrics import CitationMetrics, SearchMetrics
 from retrieval.models import SearchRequest
 from retrieval.no_access import NoAccessGate
+from retrieval.openapi import OPENAPI_ROUTE, openapi_document
 from retrieval.searcher import MeteredSearcher, Searcher, search_as
 
 log = structlog.get_logger(__name__)
@@ -236,6 +240,7 @@ def create_search_app(
     says why the index cannot be searched now (``None``: it can): ``/readyz``
     is then 503 with that reason, so a load balancer stops sending questions
     that would fail. ``checker``: ``POST /citations/check`` beside ``/search``.
+    ``GET /openapi.json`` describes the routes the app has (``retrieval.openapi``).
     """
     metrics = metrics or SearchMetrics.create(registry)
 
@@ -253,6 +258,7 @@ def create_search_app(
                        gate=gate),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
+        Route(OPENAPI_ROUTE, openapi_route(citations=checker is not None), methods=["GET"]),
     ]
     if checker is not None:
         routes += citation_routes(checker, credentials, metrics=citation_metrics)
@@ -260,6 +266,16 @@ def create_search_app(
         routes.append(Route("/metrics", metrics_route(registry, metrics_token),
                             methods=["GET"]))
     return Starlette(routes=routes)
+
+
+def openapi_route(*, citations: bool) -> Callable[[Request], Awaitable[Response]]:
+    """``GET /openapi.json``: the document, rendered once."""
+    body = json.dumps(openapi_document(citations=citations)).encode("utf-8")
+
+    async def openapi_endpoint(_: Request) -> Response:
+        return Response(body, media_type="application/json")
+
+    return openapi_endpoint
 
 
 MIN_METRICS_TOKEN_BYTES = 16

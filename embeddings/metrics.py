@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-NAMESPACE = "policy_indexer"
+from foundation.metric_names import NAMESPACE
 
 
 @dataclass(frozen=True)

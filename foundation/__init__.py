@@ -4,6 +4,7 @@
   own error tree, with one rule for transient, blocked, refused credentials and
   TLS not verified (the store, the search run log, the reindex run log and
   lease, the embedding cache all call through it).
+- ``metric_names``: the namespace of every metric the project exports.
 
 Importing the package imports none of them (the embedded mode never loads the
 Elasticsearch client).

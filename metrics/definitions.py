@@ -69,8 +69,8 @@ from datetime import datetime
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 from deleter.sweep import LEFTOVER_REASONS
+from foundation.metric_names import NAMESPACE
 
-NAMESPACE = "policy_indexer"
 OUTCOMES = ("indexed", "deleted", "skipped_stale", "skipped_duplicate", "dead_lettered")
 DEAD_LETTER_REASONS = ("not_json", "schema", "chunker", "rejected")
 

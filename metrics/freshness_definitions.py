@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from foundation.metric_names import NAMESPACE
+
 
 @dataclass(frozen=True)
 class MetricDef:
@@ -20,7 +22,7 @@ class MetricDef:
     labels: tuple[str, ...] = ()
 
 
-P = "policy_indexer_"
+P = NAMESPACE + "_"
 
 DOCUMENT_LAG = MetricDef(
     P + "document_lag_seconds", "gauge",

@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from foundation.metric_names import NAMESPACE
 from retrieval.models import SearchResponse
 
-NAMESPACE = "policy_indexer"
 STATUSES = ("ok", "no_document", "no_access", "error")
 OTHER_DOCUMENT = "_other"
 DEFAULT_MAX_DOCUMENTS = 2000

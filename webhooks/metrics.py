@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-NAMESPACE = "policy_indexer"
+from foundation.metric_names import NAMESPACE
+
 SUBSYSTEM = "webhook"
 
 _PUBLISH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)

@@ -28,6 +28,7 @@ import structlog
 from consumers.dead_letter import DeadLetter, DeadLetterSink
 from consumers.retry import TRANSIENT
 from events.model import ChangeEvent
+from foundation.validation import one_line
 from indexing.core import Indexer
 from indexing.errors import PoisonEvent
 from indexing.model import Result
@@ -83,9 +84,7 @@ def parse_event(raw: bytes | None) -> ChangeEvent:
     try:
         return ChangeEvent.from_json_bytes(raw)
     except pydantic.ValidationError as exc:
-        detail = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in exc.errors()
-        )
+        detail = one_line(exc, root="<root>")
         raise PoisonEvent(
             "schema", f"{_document_of(raw)}not a valid ChangeEvent: {detail}"
         ) from exc

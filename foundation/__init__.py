@@ -5,6 +5,8 @@
   TLS not verified (the store, the search run log, the reindex run log and
   lease, the embedding cache all call through it).
 - ``metric_names``: the namespace of every metric the project exports.
+- ``validation``: a pydantic ``ValidationError`` in the project's one-line text,
+  or as field errors without the input.
 
 Importing the package imports none of them (the embedded mode never loads the
 Elasticsearch client).

@@ -77,10 +77,12 @@ def main(ctx: click.Context) -> None:
 
 def settings_error(exc: Any) -> str:
     """One line per bad setting, naming the environment variable and the value."""
+    from foundation.validation import message as validation_message  # noqa: PLC0415
+
     lines = []
     for error in exc.errors():
         name = "_".join(str(part) for part in error["loc"]).upper()
-        message = str(error["msg"]).removeprefix("Value error, ")
+        message = validation_message(error)
         if not name:  # a rule between settings: its message names them
             lines.append(message)
             continue

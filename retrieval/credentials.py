@@ -46,6 +46,8 @@ from pydantic import (
     field_validator,
 )
 
+from foundation.validation import one_line
+
 MIN_KEY_BYTES = 16
 DEFAULT_NO_ACCESS_PER_MINUTE = 10.0
 MAX_NO_ACCESS_PER_MINUTE = 600.0
@@ -218,8 +220,4 @@ def _digest(secret: str) -> bytes:
 
 
 def _describe(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors(include_url=False, include_input=False):
-        loc = ".".join(str(p) for p in err["loc"])
-        parts.append(f"{loc}: {err['msg']}")
-    return "credentials: " + "; ".join(parts)
+    return "credentials: " + one_line(exc)

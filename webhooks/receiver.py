@@ -28,6 +28,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
 from events.model import ChangeEvent
+from foundation.validation import field_errors
 from transport.publisher import EventPublisher, PublishError, PublishRejected
 from webhooks import signature
 from webhooks.body import BadContentLength, BodyTooLarge, drain, read_limited
@@ -190,12 +191,11 @@ def _field_errors(
     exc: ValidationError, relocate: dict[str, tuple[str, ...]] | None = None
 ) -> list[dict[str, Any]]:
     """Errors without the offending input (it may be document content)."""
-    errors = []
-    for err in exc.errors(include_url=False, include_context=False, include_input=False):
-        loc: tuple[int | str, ...] = tuple(err["loc"])
+    errors = field_errors(exc)
+    for err in errors:
+        loc = err["loc"]
         if relocate and loc and isinstance(loc[0], str) and loc[0] in relocate:
-            loc = relocate[loc[0]] + loc[1:]
-        errors.append({"loc": list(loc), "msg": err["msg"], "type": err["type"]})
+            err["loc"] = [*relocate[loc[0]], *loc[1:]]
     return errors
 
 

@@ -34,6 +34,7 @@ from prometheus_client import CollectorRegistry
 
 from consumers.retry import HealthState
 from embeddings.errors import EmbeddingError
+from foundation.validation import one_line
 from metrics.definitions import ReindexMetrics, WorkerMetrics
 from policy_indexer import __version__
 from policy_indexer.runtime import faults
@@ -111,7 +112,7 @@ def run_embedded(settings: Settings, echo: Callable[[str], None]) -> None:
 def _reason(exc: Exception) -> str:
     """The message alone for a settings error (pydantic's has its input dump and a URL)."""
     if isinstance(exc, pydantic.ValidationError):
-        return "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+        return one_line(exc, locations=False)
     return str(exc)
 
 

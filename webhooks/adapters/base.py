@@ -34,6 +34,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from events.model import ChangeEvent
+from foundation.validation import field_errors
 from transport.publisher import EventPublisher
 
 MIN_SECRET_BYTES = 16
@@ -165,9 +166,7 @@ def parse_json(model: type[M], body: bytes) -> M:
     try:
         return model.model_validate_json(body)
     except ValidationError as exc:
-        errors = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
-                  for e in exc.errors(include_url=False, include_context=False,
-                                      include_input=False)]
+        errors = field_errors(exc)
         if any(e["type"] == "json_invalid" for e in errors):
             raise MalformedBody(f"body is not valid JSON: {errors[0]['msg']}") from exc
         if errors and errors[0]["type"] == "model_type" and not errors[0]["loc"]:

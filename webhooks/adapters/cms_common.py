@@ -29,6 +29,7 @@ import httpx
 from pydantic import ValidationError
 
 from events.model import Action, ChangeEvent, EventMetadata, check_document_id
+from foundation.validation import field_errors
 from webhooks.adapters.base import InvalidPayload, SourceUnavailable
 from webhooks.adapters.richtext import (
     RichTextError,
@@ -170,7 +171,7 @@ def document_event(cms: str, document_id: str, version: int, changed_at: datetim
             source=cms)
     except ValidationError as exc:
         raise InvalidPayload(f"{cms} document {document_id!r} makes no valid change event",
-                             errors=_errors(exc)) from exc
+                             errors=field_errors(exc)) from exc
 
 
 def delete_event(cms: str, document_id: str, version: int, changed_at: datetime, *,
@@ -181,12 +182,9 @@ def delete_event(cms: str, document_id: str, version: int, changed_at: datetime,
                            changed_at=changed_at, received_at=received_at, source=cms)
     except ValidationError as exc:
         raise InvalidPayload(f"{cms} deletion of {document_id!r} makes no valid change event",
-                             errors=_errors(exc)) from exc
+                             errors=field_errors(exc)) from exc
 
 
-def _errors(exc: ValidationError) -> list[dict[str, Any]]:
-    return [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
-            for e in exc.errors(include_url=False, include_context=False, include_input=False)]
 
 
 class DeliveryApi:

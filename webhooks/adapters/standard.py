@@ -39,6 +39,7 @@ from datetime import UTC, datetime
 
 from pydantic import ValidationError
 
+from foundation.validation import field_errors
 from transport.publisher import EventPublisher
 from webhooks.adapters.base import (
     Accepted,
@@ -146,11 +147,8 @@ class StandardWebhooksAdapter:
         try:
             event = payload.to_change_event(received_at=datetime.fromtimestamp(request.now, UTC))
         except ValidationError as exc:
-            errors = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
-                      for e in exc.errors(include_url=False, include_context=False,
-                                          include_input=False)]
             raise InvalidPayload("the payload makes no valid change event",
-                                 errors=errors) from exc
+                                 errors=field_errors(exc)) from exc
         publisher.publish(event)
         with self._lock:
             self._accepted[msg_id] = float(request.headers[TIMESTAMP_HEADER])

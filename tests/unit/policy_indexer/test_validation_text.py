@@ -1,0 +1,61 @@
+"""A pydantic error is put into words in ``foundation/validation.py``, and the packages use it.
+
+The few places that still read ``exc.errors()`` themselves say something else: the
+first error in a message of their own (a file's front matter, a meta tag), the
+settings (the environment variable, secrets masked), or the value sent back to
+the caller who sent it. A new place that formats errors again fails here.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+from foundation.validation import field_errors, one_line
+from support.import_boundaries import LAYER
+
+ROOT = Path(__file__).resolve().parents[3]
+ELSEWHERE = {
+    "chunker/metadata.py": 2,  # the first error, naming the front-matter key
+    "sources/html_meta.py": 1, "sources/label_defaults.py": 1,  # the first error, in context
+    "sources/cms.py": 1,  # the first three errors of a CMS answer, for the log
+    "watcher/folder_sync.py": 1,  # the first error's message, as the skip reason
+    "policy_indexer/cli.py": 1,  # settings: the variable's name, secrets masked
+    "retrieval/http.py": 1, "retrieval/eval.py": 1,  # with the value the caller sent
+}
+
+
+class Inner(BaseModel):
+    name: str
+
+
+class Outer(BaseModel):
+    k: int = Field(ge=1)
+    inner: Inner
+
+
+def test_one_line_and_field_errors() -> None:
+    try:
+        Outer.model_validate({"k": 0, "inner": {}})
+    except ValidationError as exc:
+        assert one_line(exc) == ("k: Input should be greater than or equal to 1; "
+                                 "inner.name: Field required")
+        assert field_errors(exc)[1] == {"loc": ["inner", "name"], "msg": "Field required",
+                                        "type": "missing"}
+    try:
+        Outer.model_validate([])
+    except ValidationError as exc:
+        assert one_line(exc, root="<root>").startswith("<root>: ")
+
+
+def test_no_package_formats_validation_errors_again() -> None:
+    found: dict[str, int] = {}
+    for package in LAYER:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            count = len(re.findall(r"\.errors\(", path.read_text(encoding="utf-8")))
+            name = str(path.relative_to(ROOT))
+            if count and name != "foundation/validation.py":
+                found[name] = count
+    assert found == ELSEWHERE

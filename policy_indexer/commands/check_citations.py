@@ -16,12 +16,11 @@ import re
 from datetime import date
 
 import click
-from pydantic import ValidationError
 
+from policy_indexer.cli_errors import says_errors
 from policy_indexer.runtime.search import SearchNotConfigured, check_once
 from policy_indexer.settings import Settings
-from retrieval.citations import CheckRequest, CheckResponse, Citation, UnknownRun
-from store.errors import StoreError
+from retrieval.citations import CheckRequest, CheckResponse, Citation
 
 _CITE = re.compile(r"^(?P<doc>[^#]+)#(?P<clause>[^@]+?)(?:@v?(?P<version>\d+))?$")
 EXIT_NOT_OK = 1
@@ -68,6 +67,8 @@ def _spread(values: tuple[str, ...], count: int, name: str) -> list[str | None]:
 @click.option("--labels", default="", help="Comma-separated permission labels to check with.")
 @click.option("--json", "as_json", is_flag=True, help="Print the response as JSON.")
 @click.pass_obj
+@says_errors("the citations could not be checked", exit_code=EXIT_UNCHECKED,
+             also=(SearchNotConfigured,))
 def check_citations(  # noqa: PLR0917 (one parameter per click option)
     settings: Settings, run_id: str | None, cites: tuple[str, ...], quotes: tuple[str, ...],
     claims: tuple[str, ...], scope: tuple[str, ...], as_of: object, labels: str,
@@ -79,22 +80,12 @@ def check_citations(  # noqa: PLR0917 (one parameter per click option)
     quote_of, claim_of = (_spread(quotes, len(parsed), "--quote"),
                           _spread(claims, len(parsed), "--claim"))
     day: date | None = as_of.date() if hasattr(as_of, "date") else None
-    try:
-        request = CheckRequest(
-            run_id=run_id, scope=list(scope) or None, as_of=day,
-            citations=[Citation(document_id=d, clause=c, version=v, quote=q, claim=m)
-                       for (d, c, v), q, m in zip(parsed, quote_of, claim_of, strict=True)])
-    except ValidationError as exc:
-        raise click.UsageError("; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())) from exc
+    request = CheckRequest(
+        run_id=run_id, scope=list(scope) or None, as_of=day,
+        citations=[Citation(document_id=d, clause=c, version=v, quote=q, claim=m)
+                   for (d, c, v), q, m in zip(parsed, quote_of, claim_of, strict=True)])
     caller = frozenset(label.strip() for label in labels.split(",") if label.strip())
-    try:
-        response = check_once(settings, request, caller)
-    except UnknownRun as exc:
-        raise click.UsageError(str(exc)) from exc
-    except (StoreError, SearchNotConfigured) as exc:
-        click.echo(f"Error: the citations could not be checked: {exc}", err=True)
-        raise SystemExit(EXIT_UNCHECKED) from exc
+    response = check_once(settings, request, caller)
     if as_json:
         click.echo(response.model_dump_json(indent=2))
     else:

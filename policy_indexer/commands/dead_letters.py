@@ -13,16 +13,13 @@ import json
 
 import click
 
+from policy_indexer.cli_errors import says_errors
 from policy_indexer.runtime.dead_letters import (
-    DeadLetterError,
-    DeadLetterNotFound,
     list_dead_letters,
     retry_dead_letters,
     show_dead_letter,
 )
 from policy_indexer.settings import Settings
-from store.errors import StoreError
-from transport.local_queue import QueueError
 
 ERROR_CHARS = 160
 
@@ -35,12 +32,10 @@ def dead_letters() -> None:
 @dead_letters.command("list")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
 @click.pass_obj
+@says_errors("cannot list dead letters")
 def list_command(settings: Settings, as_json: bool) -> None:
     """One line per failed event: id, document, reason, error."""
-    try:
-        letters = list_dead_letters(settings)
-    except (DeadLetterError, QueueError, StoreError) as exc:
-        raise click.ClickException(f"cannot list dead letters: {exc}") from exc
+    letters = list_dead_letters(settings)
     for letter in letters:
         if as_json:
             click.echo(json.dumps(letter.summary()))
@@ -54,14 +49,10 @@ def list_command(settings: Settings, as_json: bool) -> None:
 @dead_letters.command("show")
 @click.argument("letter_id")
 @click.pass_obj
+@says_errors("cannot read dead letters")
 def show_command(settings: Settings, letter_id: str) -> None:
     """A dead letter in full, with its original value."""
-    try:
-        letter = show_dead_letter(settings, letter_id)
-    except DeadLetterNotFound as exc:
-        raise click.UsageError(str(exc)) from exc
-    except (DeadLetterError, QueueError, StoreError) as exc:
-        raise click.ClickException(f"cannot read dead letters: {exc}") from exc
+    letter = show_dead_letter(settings, letter_id)
     body = letter.summary()
     body["value"] = None if letter.value is None else letter.value.decode("utf-8", "replace")
     click.echo(json.dumps(body, indent=2))
@@ -71,15 +62,11 @@ def show_command(settings: Settings, letter_id: str) -> None:
 @click.argument("letter_ids", nargs=-1)
 @click.option("--all", "retry_all", is_flag=True, help="Retry every dead letter.")
 @click.pass_obj
+@says_errors("retry failed")
 def retry_command(settings: Settings, letter_ids: tuple[str, ...], retry_all: bool) -> None:
     """Put dead letters back on the change topic (after fixing what made them fail)."""
     if bool(letter_ids) == retry_all:
         raise click.UsageError("name the dead letters to retry, or --all (not both)")
-    try:
-        ids = [d.letter_id for d in list_dead_letters(settings)] if retry_all else list(letter_ids)
-        moved = retry_dead_letters(settings, ids)
-    except DeadLetterNotFound as exc:
-        raise click.UsageError(str(exc)) from exc
-    except (DeadLetterError, QueueError, StoreError) as exc:
-        raise click.ClickException(f"retry failed: {exc}") from exc
+    ids = [d.letter_id for d in list_dead_letters(settings)] if retry_all else list(letter_ids)
+    moved = retry_dead_letters(settings, ids)
     click.echo(f"retried {moved} dead letters")

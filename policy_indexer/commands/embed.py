@@ -12,21 +12,17 @@ from __future__ import annotations
 
 import click
 
-from policy_indexer.runtime.search import SearchNotConfigured, embed
+from policy_indexer.cli_errors import says_errors
+from policy_indexer.runtime.search import embed
 from policy_indexer.settings import Settings
-from store.errors import StoreError
 
 
 @click.command(name="embed")
 @click.option("--once", is_flag=True, help="Encode what is missing, then exit.")
 @click.pass_obj
+@says_errors("cannot open the index")
 def embed_command(settings: Settings, once: bool) -> None:
     """Encode the chunks that lack a vector (a process, or --once)."""
-    try:
-        written = embed(settings, once=once)
-    except SearchNotConfigured as exc:
-        raise click.ClickException(str(exc)) from exc
-    except StoreError as exc:
-        raise click.ClickException(f"cannot open the index: {exc}") from exc
+    written = embed(settings, once=once)
     if once:
         click.echo(f"embedded {written} chunks")

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import click
 
+from policy_indexer.cli_errors import says_errors
 from policy_indexer.runtime.search import evaluate_file
 from policy_indexer.settings import Settings
-from store.errors import StoreError
 
 
 @click.command(name="eval")
@@ -23,6 +23,7 @@ from store.errors import StoreError
               help="NAME=label,label: the labels rows of profile NAME search with.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_obj
+@says_errors("eval failed", also=(ValueError,))
 def eval_command(settings: Settings, qa: Path, profiles: tuple[str, ...], as_json: bool) -> None:
     """Measure retrieval on a question set (recall@1/3/5/10, MRR, refusals, leaks)."""
     mapping: dict[str, frozenset[str]] = {"public": frozenset({"public"})}
@@ -31,10 +32,7 @@ def eval_command(settings: Settings, qa: Path, profiles: tuple[str, ...], as_jso
         if not sep or not name.strip():
             raise click.UsageError(f"--profile {entry!r}: expected NAME=label,label")
         mapping[name.strip()] = frozenset(x.strip() for x in labels.split(",") if x.strip())
-    try:
-        report = evaluate_file(settings, qa, mapping)
-    except (StoreError, ValueError) as exc:
-        raise click.ClickException(f"eval failed: {exc}") from exc
+    report = evaluate_file(settings, qa, mapping)
     if as_json:
         click.echo(report.to_json())
     else:

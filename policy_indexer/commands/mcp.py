@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import click
 
-from policy_indexer.runtime.search import SearchNotConfigured, serve_mcp_stdio
+from policy_indexer.cli_errors import says_errors
+from policy_indexer.runtime.search import serve_mcp_stdio
 from policy_indexer.settings import Settings
-from store.errors import StoreError
 
 
 @click.command()
 @click.pass_obj
+@says_errors("cannot open the index")
 def mcp(settings: Settings) -> None:
     """Serve the search_policy MCP tool on stdio.
 
@@ -23,9 +24,4 @@ def mcp(settings: Settings) -> None:
     POLICY_INDEXER_SEARCH_API_KEYS). Over HTTP, `policy-indexer serve` serves the same
     tool at /mcp with a key per request.
     """
-    try:
-        serve_mcp_stdio(settings)
-    except SearchNotConfigured as exc:
-        raise click.ClickException(str(exc)) from exc
-    except StoreError as exc:
-        raise click.ClickException(f"cannot open the index: {exc}") from exc
+    serve_mcp_stdio(settings)

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import click
 
 from metrics.freshness import FreshnessSnapshot
-from policy_indexer.runtime.monitor import MonitorCycleFailed, monitor_once, run_monitor
-from policy_indexer.runtime.sources import SourceNotConfiguredError
+from policy_indexer.cli_errors import says_errors
+from policy_indexer.runtime.monitor import monitor_once, run_monitor
 from policy_indexer.settings import Settings
 
 
@@ -19,15 +19,13 @@ from policy_indexer.settings import Settings
               help="Seconds between cycles (default: settings.monitor_interval_seconds).")
 @click.option("--once", is_flag=True, help="Run one cycle, print a summary, exit.")
 @click.pass_obj
+@says_errors("monitor failed")
 def monitor(settings: Settings, port: int | None, interval: float | None, once: bool) -> None:
     """Measure how far the index is behind the source, and serve it on /metrics."""
-    try:
-        if once:
-            _print(monitor_once(settings))
-        else:
-            run_monitor(settings, port=port, interval_s=interval)
-    except (SourceNotConfiguredError, ValueError, MonitorCycleFailed) as exc:
-        raise click.ClickException(str(exc)) from exc
+    if once:
+        _print(monitor_once(settings))
+    else:
+        run_monitor(settings, port=port, interval_s=interval)
 
 
 def _print(snapshot: FreshnessSnapshot) -> None:

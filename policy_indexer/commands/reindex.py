@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import click
 
+from policy_indexer.cli_errors import says_errors
 from policy_indexer.runtime.reconcile import reconcile_once
-from policy_indexer.runtime.sources import SourceNotConfiguredError
 from policy_indexer.settings import Settings
-from reindex.errors import LeaseError
 from reindex.model import Outcome, ReconcileReport
-from store.errors import StoreError
 
 EXIT_FAILED = 1
 EXIT_REFUSED = 3
@@ -60,19 +58,15 @@ def print_report(report: ReconcileReport, *, allow_flag: str = "--allow-mass-del
 @click.option("--allow-mass-delete", is_flag=True,
               help="Confirm deletions above the cap (settings.reindex_max_delete_fraction).")
 @click.pass_obj
+@says_errors("reindex failed")
 def reindex(settings: Settings, dry_run: bool, allow_mass_delete: bool) -> None:
     """Reconcile the index with the source: reindex, repair, delete what is gone."""
 
     def on_signal(name: str) -> None:
         click.echo(f"{name}: stopping after the current document", err=True)
 
-    try:
-        outcome = reconcile_once(settings, dry_run=dry_run, allow_mass_delete=allow_mass_delete,
-                                 on_stop_signal=on_signal)
-    except (SourceNotConfiguredError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    except (StoreError, LeaseError) as exc:
-        raise click.ClickException(f"reindex failed: {exc}") from exc
+    outcome = reconcile_once(settings, dry_run=dry_run, allow_mass_delete=allow_mass_delete,
+                             on_stop_signal=on_signal)
     report = outcome.report
     if report is None:
         click.echo(f"not run: the reconcile lease is {outcome.lease_skip}", err=True)

@@ -8,22 +8,16 @@ from __future__ import annotations
 
 import click
 
+from policy_indexer.cli_errors import says_errors
 from policy_indexer.runtime.reconcile import run_scheduler
-from policy_indexer.runtime.sources import SourceNotConfiguredError
 from policy_indexer.settings import Settings
-from reindex.errors import LeaseError
-from store.errors import StoreError
 
 
 @click.command()
 @click.option("--port", type=int, default=None,
               help="Port of /metrics (default: settings.scheduler_metrics_port; 0: any).")
 @click.pass_obj
+@says_errors("scheduler cannot start")
 def scheduler(settings: Settings, port: int | None) -> None:
     """Run the reconcile on its cron schedule and the sweep at its interval."""
-    try:
-        run_scheduler(settings, port=port, echo=click.echo)
-    except (SourceNotConfiguredError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    except (StoreError, LeaseError) as exc:
-        raise click.ClickException(f"scheduler cannot start: {exc}") from exc
+    run_scheduler(settings, port=port, echo=click.echo)

@@ -13,12 +13,11 @@ from __future__ import annotations
 from datetime import date
 
 import click
-from pydantic import ValidationError
 
+from policy_indexer.cli_errors import says_errors
 from policy_indexer.runtime.search import search_once
 from policy_indexer.settings import Settings
 from retrieval.models import SearchRequest, SearchResponse
-from store.errors import StoreError
 
 
 @click.command()
@@ -32,23 +31,17 @@ from store.errors import StoreError
 @click.option("--language", default=None, help="The question's language (default: detected).")
 @click.option("--json", "as_json", is_flag=True, help="Print the response as JSON.")
 @click.pass_obj
+@says_errors("search failed", also=(ValueError,))
 def search(  # noqa: PLR0917 (one parameter per click option)
     settings: Settings, question: str, scope: tuple[str, ...], as_of: object, labels: str,
     k: int, no_neighbours: bool, language: str | None, as_json: bool,
 ) -> None:
     """Search the policy library; passages with their scope and dates, or 'no document'."""
     day: date | None = as_of.date() if hasattr(as_of, "date") else None
-    try:
-        request = SearchRequest(question=question, scope=list(scope), as_of=day, k=k,
-                                neighbours=not no_neighbours, language=language)
-    except ValidationError as exc:
-        raise click.UsageError("; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())) from exc
+    request = SearchRequest(question=question, scope=list(scope), as_of=day, k=k,
+                            neighbours=not no_neighbours, language=language)
     caller = frozenset(label.strip() for label in labels.split(",") if label.strip())
-    try:
-        response = search_once(settings, request, caller)
-    except (StoreError, ValueError) as exc:
-        raise click.ClickException(f"search failed: {exc}") from exc
+    response = search_once(settings, request, caller)
     if as_json:
         click.echo(response.model_dump_json(indent=2))
     else:

@@ -8,18 +8,14 @@ from __future__ import annotations
 
 import click
 
-from policy_indexer.runtime.search import SearchNotConfigured, serve_search
+from policy_indexer.cli_errors import says_errors
+from policy_indexer.runtime.search import serve_search
 from policy_indexer.settings import Settings
-from store.errors import StoreError
 
 
 @click.command()
 @click.pass_obj
+@says_errors("cannot open the index")
 def serve(settings: Settings) -> None:
     """Serve POST /search and /mcp (streamable HTTP), /healthz and /metrics."""
-    try:
-        serve_search(settings)
-    except SearchNotConfigured as exc:
-        raise click.ClickException(str(exc)) from exc
-    except StoreError as exc:
-        raise click.ClickException(f"cannot open the index: {exc}") from exc
+    serve_search(settings)

@@ -11,11 +11,10 @@ import json
 
 import click
 
-from policy_indexer.runtime.status import StatusUnavailable, build_report
+from policy_indexer.cli_errors import says_errors
+from policy_indexer.runtime.status import build_report
 from policy_indexer.settings import Settings
 from policy_indexer.status_report import StatusReport
-from store.errors import StoreError
-from transport.local_queue import QueueError
 
 TABLE_ROWS = 40
 
@@ -54,14 +53,10 @@ def _print_table(report: StatusReport) -> None:
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (for scripts).")
 @click.pass_obj
+@says_errors("cannot read the index")
 def status(settings: Settings, as_json: bool) -> None:
     """Freshness of the index: versions in source and index, lag, leftovers, dead letters."""
-    try:
-        report = build_report(settings)
-    except StatusUnavailable as exc:
-        raise click.ClickException(str(exc)) from exc
-    except (StoreError, QueueError) as exc:
-        raise click.ClickException(f"cannot read the index: {exc}") from exc
+    report = build_report(settings)
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import click
 
+from policy_indexer.cli_errors import says_errors
 from policy_indexer.runtime.reconcile import sweep_once
 from policy_indexer.settings import Settings
-from store.errors import StoreError
-from transport.local_queue import QueueError
 
 
 @click.command()
@@ -24,12 +23,10 @@ from transport.local_queue import QueueError
               help="Leave chunks younger than this above their document's state "
                    "(default: settings.sweep_grace_seconds).")
 @click.pass_obj
+@says_errors("sweep failed")
 def sweep(settings: Settings, dry_run: bool, grace_seconds: float | None) -> None:
     """Delete chunks whose version is not their document's current one."""
-    try:
-        report = sweep_once(settings, grace_s=grace_seconds, dry_run=dry_run)
-    except (StoreError, QueueError) as exc:
-        raise click.ClickException(f"sweep failed: {exc}") from exc
+    report = sweep_once(settings, grace_s=grace_seconds, dry_run=dry_run)
     grace = settings.sweep_grace_seconds if grace_seconds is None else grace_seconds
     verb = "would delete" if dry_run else "deleted"
     click.echo(f"examined {report.examined} chunks")

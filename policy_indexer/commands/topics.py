@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import click
 
+from policy_indexer.cli_errors import says_errors
 from policy_indexer.runtime.connections import kafka_connection
 from policy_indexer.runtime.topics import (
     check_configured_topics,
@@ -19,7 +20,6 @@ from policy_indexer.runtime.topics import (
     expected_topics,
 )
 from policy_indexer.settings import Settings
-from transport.kafka_connection import KafkaConnectError
 
 
 @click.group("topics")
@@ -36,14 +36,12 @@ def _warn_unused(settings: Settings) -> None:
 
 @topics.command("create")
 @click.pass_obj
+@says_errors()
 def create_command(settings: Settings) -> None:
     """Create the missing topics; existing ones are reported and left as they are."""
     _warn_unused(settings)
     names, spec = expected_topics(settings)
-    try:
-        done = create_configured_topics(settings)
-    except KafkaConnectError as exc:
-        raise click.ClickException(str(exc)) from exc
+    done = create_configured_topics(settings)
     for name in names:
         if name in done.created:
             click.echo(f"created {name}: {spec.partitions} partitions, replication factor "

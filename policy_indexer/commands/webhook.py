@@ -14,11 +14,9 @@ from pathlib import Path
 
 import click
 
-from policy_indexer.runtime.parts import PartError
-from policy_indexer.runtime.webhook import WebhookNotConfigured, serve_webhook
+from policy_indexer.cli_errors import says_errors
+from policy_indexer.runtime.webhook import serve_webhook
 from policy_indexer.settings import Settings
-from store.errors import StoreError
-from transport.local_queue import QueueError
 
 SCHEMES = ("cms", "github", "gitlab", "standard")
 _SETTING = {"cms": "webhook_secrets", "github": "webhook_github_secrets",
@@ -27,17 +25,13 @@ _SETTING = {"cms": "webhook_secrets", "github": "webhook_github_secrets",
 
 @click.group(invoke_without_command=True)
 @click.pass_context
+@says_errors("cannot open the embedded queue")
 def webhook(ctx: click.Context) -> None:
     """Serve POST /webhooks/cms and the adapters' routes, /healthz, /readyz and /metrics."""
     if ctx.invoked_subcommand is not None:
         return
     settings: Settings = ctx.obj
-    try:
-        serve_webhook(settings)
-    except (WebhookNotConfigured, PartError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    except (StoreError, QueueError) as exc:
-        raise click.ClickException(f"cannot open the embedded queue: {exc}") from exc
+    serve_webhook(settings)
 
 
 def signed_headers(settings: Settings, scheme: str, body: bytes, secret: str | None, *,

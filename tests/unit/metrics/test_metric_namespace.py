@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from foundation.metric_names import NAMESPACE
 from support.import_boundaries import LAYER
+
+from foundation.metric_names import NAMESPACE
 
 ROOT = Path(__file__).resolve().parents[3]
 PREFIX_LITERAL = re.compile(r"""["']policy_indexer_?["']""")

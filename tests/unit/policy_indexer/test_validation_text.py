@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from pydantic import BaseModel, Field, ValidationError
+from support.import_boundaries import LAYER
 
 from foundation.validation import field_errors, one_line
-from support.import_boundaries import LAYER
 
 ROOT = Path(__file__).resolve().parents[3]
 ELSEWHERE = {
@@ -37,17 +38,15 @@ class Outer(BaseModel):
 
 
 def test_one_line_and_field_errors() -> None:
-    try:
+    with pytest.raises(ValidationError) as caught:
         Outer.model_validate({"k": 0, "inner": {}})
-    except ValidationError as exc:
-        assert one_line(exc) == ("k: Input should be greater than or equal to 1; "
-                                 "inner.name: Field required")
-        assert field_errors(exc)[1] == {"loc": ["inner", "name"], "msg": "Field required",
-                                        "type": "missing"}
-    try:
+    assert one_line(caught.value) == ("k: Input should be greater than or equal to 1; "
+                                      "inner.name: Field required")
+    assert field_errors(caught.value)[1] == {"loc": ["inner", "name"], "msg": "Field required",
+                                             "type": "missing"}
+    with pytest.raises(ValidationError) as whole:
         Outer.model_validate([])
-    except ValidationError as exc:
-        assert one_line(exc, root="<root>").startswith("<root>: ")
+    assert one_line(whole.value, root="<root>").startswith("<root>: ")
 
 
 def test_no_package_formats_validation_errors_again() -> None:

@@ -22,6 +22,7 @@ import errno
 import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ import httpx
 import pytest
 from support.embedded_run import EmbeddedRun, Process, clean_env, start_run
 from support.waiting import wait_until
+from support.webhooks import encode, payload, signed_headers
 from support.workers import CLI, free_port
 
 from store.sqlite import SQLiteStore
@@ -175,3 +177,64 @@ def test_a_full_index_disk_is_waited_for_and_every_event_indexed_after_space_is_
         assert {(c.document_id, c.version) for c in store.iter_chunks()} == set(expected.items())
     finally:
         store.close()
+
+
+WEBHOOK_SECRET = "queue-full-webhook-secret-0001"
+
+
+def test_a_full_queue_disk_refuses_webhooks_with_503_then_accepts_and_indexes_them(
+    tmp_path: Path, small_disk: Path,
+) -> None:
+    """The queue's own disk fills (the index's has room): a signed webhook is answered
+    503 with Retry-After, so the CMS sends it again, and nothing is half-written; once
+    space is freed the same request is 202 and the document is indexed."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "queue.sqlite3").symlink_to(small_disk / "queue.sqlite3")
+    port, webhook_port = free_port(), free_port()
+    env = clean_env(embedded_dir=str(data), metrics_port=str(port), log_level="WARNING",
+                    webhook_port=str(webhook_port),
+                    webhook_secrets=json.dumps([WEBHOOK_SECRET]), search_encoder="none",
+                    retry_initial_seconds="0.05", retry_max_seconds="0.5")
+    deployment = EmbeddedRun(root=tmp_path, data=data, env=env, port=port, cwd=tmp_path)
+    run = deployment.start()
+    try:
+        deployment.wait_healthy(run)
+        assert (small_disk / "queue.sqlite3").exists()  # the queue is on the small disk
+        filler = fill(small_disk)
+        body = encode(payload("document.published", id="policies/late-delivery", version=7,
+                              content="# Late delivery\n\nThe delivery fee is refunded.\n"))
+
+        def send() -> httpx.Response:
+            assert run.popen.poll() is None, run.output[-3000:]
+            return httpx.post(f"http://127.0.0.1:{webhook_port}/webhooks/cms", content=body,
+                              headers=signed_headers(body, (WEBHOOK_SECRET.encode(),),
+                                                     at=time.time()), timeout=10)
+
+        refused = send()
+        assert refused.status_code == 503, (refused.status_code, refused.text)
+        assert refused.headers.get("Retry-After"), refused.headers
+        # `status` cannot open the queue while its disk is full: it says so and exits 1.
+        said = deployment.cli("status", "--json")
+        assert said.returncode == 1 and "database or disk is full" in said.stderr, said.stderr
+
+        filler.unlink()  # space is back: the CMS's retry goes in
+        accepted = wait_until(send, 30, "the webhook to accept once space is freed",
+                              every_s=0.3, accept=lambda r: r.status_code == 202,
+                              on_timeout=lambda: run.output[-3000:])
+        assert accepted.status_code == 202
+
+        def indexed() -> dict[str, Any]:
+            assert run.popen.poll() is None, run.output[-3000:]
+            return {d["document_id"]: d for d in deployment.status()["documents"]}
+
+        documents = wait_until(indexed, 60, "the webhook's document indexed", every_s=0.3,
+                               accept=lambda d: d.get("policies/late-delivery", {})
+                               .get("indexed_version") == 7,
+                               on_timeout=lambda: run.output[-3000:])
+        assert documents["policies/late-delivery"]["chunks"] > 0
+        assert deployment.status()["queued"] == 0 and deployment.letters() == []
+    finally:
+        run.popen.terminate()
+        run.popen.wait(timeout=60)
+        run.close()

@@ -7,6 +7,7 @@ and ``transport.consumer.EventConsumer``. The dead-letter sink on the same file 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable, Sequence
 
@@ -66,6 +67,7 @@ class LocalQueueConsumer:
         self._on_assign: Rebalance = ignore_rebalance
         self._assigned: frozenset[Partition] = frozenset()
         self._paused = False
+        self._woken = threading.Event()
         self._renew()
 
     def _renew(self) -> None:
@@ -95,11 +97,18 @@ class LocalQueueConsumer:
                 self._cursor = records[-1].offset
                 return records
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or self._woken.is_set():
+                self._woken.clear()
                 return []
             # Wakes at once on a publish from this process; re-reads every 50 ms
             # for publishes from other processes.
             self.queue.wait_for_records(min(remaining, 0.05))
+
+    def wakeup(self) -> None:
+        """The poll under way, or the next one, returns at once (with what is there, or
+        nothing): a worker asked to stop does not wait out its poll's timeout."""
+        self._woken.set()
+        self.queue.wake()
 
     def assignment(self) -> frozenset[Partition]:
         return self._assigned

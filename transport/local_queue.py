@@ -206,6 +206,11 @@ class LocalQueue:
         with self._new:
             self._new.wait(timeout_s)
 
+    def wake(self) -> None:
+        """End every ``wait_for_records`` of this process now (a consumer that stops)."""
+        with self._new:
+            self._new.notify_all()
+
     # -- dead letters ------------------------------------------------------
     def add_dead_letter(self, topic: str, letter: StoredDeadLetter) -> bool:
         """Keep the letter; False when the same failed event is already there (see above)."""

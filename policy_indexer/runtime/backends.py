@@ -240,9 +240,22 @@ class EmbeddedBackends:
         checkpoint: Callable[[str], None] = lambda _step: None,
     ) -> Worker:
         """A worker on the queue; raises ``ConsumerBusy`` if another process consumes it."""
-        s = self.settings
-        consumer = LocalQueueConsumer(self.queue, self.topic, lease_ttl_s=s.embedded_lease_seconds)
-        return make_worker(s, self.sqlite, consumer, LocalDeadLetterSink(self.queue, self.topic),
+        return self._worker_on(self._consumer(), metrics, health=health, checkpoint=checkpoint)
+
+    def _consumer(self) -> LocalQueueConsumer:
+        return LocalQueueConsumer(self.queue, self.topic,
+                                  lease_ttl_s=self.settings.embedded_lease_seconds)
+
+    def _worker_on(
+        self,
+        consumer: LocalQueueConsumer,
+        metrics: WorkerMetrics,
+        *,
+        health: HealthState | None,
+        checkpoint: Callable[[str], None],
+    ) -> Worker:
+        return make_worker(self.settings, self.sqlite, consumer,
+                           LocalDeadLetterSink(self.queue, self.topic),
                            metrics, health=health, checkpoint=checkpoint)
 
     def start_worker(
@@ -256,10 +269,16 @@ class EmbeddedBackends:
         """``worker`` running in a thread part (replay, tests, bench); ``stop()`` it.
 
         ``batch``: changes taken a poll instead of ``commit_every_records``."""
-        worker = self.worker(metrics, health=health, checkpoint=checkpoint)
+        consumer = self._consumer()
+        worker = self._worker_on(consumer, metrics, health=health, checkpoint=checkpoint)
         if batch is not None:
             worker.max_records = batch
-        part = ThreadPart("queue worker", worker.run, worker.request_stop, stop_timeout_s=60.0)
+
+        def stop() -> None:  # at once, not after the poll's timeout (0.5 s of every replay)
+            worker.request_stop()
+            consumer.wakeup()
+
+        part = ThreadPart("queue worker", worker.run, stop, stop_timeout_s=60.0)
         part.start()
         return part
 

@@ -154,7 +154,7 @@ def _wait_until_drained(
                 if started is not None:
                     workers.append(started)
                 next_try = time.monotonic() + 1.0
-            time.sleep(0.1)
+            time.sleep(0.02)  # the count is one indexed read; a replay ends this much later
 
 
 

@@ -54,3 +54,31 @@ def test_a_locked_queue_file_is_publish_unavailable_and_nothing_is_half_written(
     publisher.publish(EVENT)  # the caller's retry (the CMS's, after a 503) goes through
     assert queue.pending("t") == 1
     queue.close()
+
+
+def test_wakeup_ends_a_poll_at_once_and_only_that_poll(tmp_path: Path) -> None:
+    """A worker asked to stop does not wait out its poll's timeout (a replay's last 0.5 s)."""
+    import threading
+    import time
+
+    queue = LocalQueue(tmp_path / "queue.sqlite3")
+    consumer = LocalQueueConsumer(queue, "changes")
+    consumer.subscribe()
+    polled: list[float] = []
+
+    def poll() -> None:
+        start = time.monotonic()
+        assert consumer.poll(10, timeout_s=30.0) == []
+        polled.append(time.monotonic() - start)
+
+    thread = threading.Thread(target=poll)
+    thread.start()
+    time.sleep(0.2)
+    consumer.wakeup()
+    thread.join(5.0)
+    assert polled and polled[0] < 5.0
+    start = time.monotonic()
+    assert consumer.poll(10, timeout_s=0.3) == []  # the next poll waits again
+    assert time.monotonic() - start >= 0.25
+    consumer.close()
+    queue.close()

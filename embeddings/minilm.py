@@ -21,14 +21,21 @@ pooling over the attention mask, L2 normalisation. The model is symmetric:
 batches padded to their longest member; the attention mask keeps padding out,
 and a test checks that a text's vector does not depend on its batch (the
 cache relies on it). onnxruntime's threads are bounded (``threads``, 2 by
-default: the machines have 2 cores).
+default: the machines have 2 cores); ``spinning`` lets them busy-wait for
+work (onnxruntime's default). ``optimized_model_dir`` keeps the optimised graph on
+disk, so a new process skips the graph optimisation (0.31 s -> 0.16 s to build
+the encoder); the vectors are the same either way (tested against pinned ones).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import importlib.metadata
+import logging
+import os
+import secrets
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -49,6 +56,8 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 DIM = 384
 MAX_POSITIONS = 512
 MODEL_NAME = "all-MiniLM-L6-v2-int8"
+
+log = logging.getLogger(__name__)
 
 
 def packaged_model_path() -> Path:
@@ -90,7 +99,65 @@ def _load_tokenizer(path: Path | None, max_length: int) -> Tokenizer:
     return tokenizer
 
 
-def _load_session(path: Path, threads: int) -> ort.InferenceSession:
+def _session_options(threads: int, spinning: bool,
+                     level: ort.GraphOptimizationLevel) -> ort.SessionOptions:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = level
+    options.log_severity_level = 3
+    # spinning: a worker thread that runs out of work busy-waits for the next op instead
+    # of sleeping; on 2 shared cores that burns the core another process (or the other
+    # intra-op thread) needs
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    return options
+
+
+def _new_session(model: bytes | str, options: ort.SessionOptions) -> ort.InferenceSession:
+    return ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def optimized_model_name(model_sha256: str) -> str:
+    """The cache file of the optimised graph: the model's bytes and onnxruntime's version
+    decide what the optimiser writes, so both are in the name."""
+    return f"{MODEL_NAME}-{model_sha256[:32]}-ort{ort.__version__}.onnx"
+
+
+def _cached_session(data: bytes, digest: str, cache_dir: Path,
+                    options: ort.SessionOptions) -> ort.InferenceSession | None:
+    """A session on the optimised graph in ``cache_dir``, written there first if absent.
+
+    The graph is saved at ORT_ENABLE_EXTENDED (ORT_ENABLE_ALL may add layouts for this
+    CPU only; for this model both give the same graph) to a file of its own and renamed,
+    so a reader never sees half a file. None, logged, when the cache cannot be used: the
+    caller then optimises in memory as if there were no cache.
+    """
+    path = cache_dir / optimized_model_name(digest)
+    if not path.exists():
+        aside = cache_dir / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        try:
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            writer = _session_options(1, False, ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED)
+            writer.optimized_model_filepath = str(aside)
+            _new_session(data, writer)
+            os.replace(aside, path)
+        except Exception as exc:  # OSError, or onnxruntime's own untyped errors
+            log.warning("cannot write the optimised MiniLM graph to %s: %s", path, exc)
+            with contextlib.suppress(OSError):
+                aside.unlink(missing_ok=True)
+            return None
+    try:
+        return _new_session(str(path), options)
+    except Exception as exc:  # a damaged file: it is written again next time
+        log.warning("cannot load the optimised MiniLM graph %s (removed): %s", path, exc)
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
+        return None
+
+
+def _load_session(path: Path, threads: int, spinning: bool,
+                  cache_dir: Path | None) -> ort.InferenceSession:
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -101,15 +168,13 @@ def _load_session(path: Path, threads: int) -> ort.InferenceSession:
             f"model {str(path)!r} has sha256 {digest}, expected {MODEL_SHA256} "
             f"(the weights {MODEL_NAME!r} names)"
         )
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.log_severity_level = 3
+    options = _session_options(threads, spinning, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    if cache_dir is not None:
+        session = _cached_session(data, digest, cache_dir, options)
+        if session is not None:
+            return session
     try:
-        return ort.InferenceSession(data, sess_options=options,
-                                    providers=["CPUExecutionProvider"])
+        return _new_session(data, options)
     except Exception as exc:  # onnxruntime raises its own untyped exceptions
         raise EncoderSetupError(f"onnxruntime cannot load {str(path)!r}: {exc}") from exc
 
@@ -123,8 +188,10 @@ class MiniLMEncoder:
         max_length: int = 256,
         batch_size: int = 8,
         threads: int = 2,
+        spinning: bool = True,
         model_path: str | Path | None = None,
         tokenizer_path: str | Path | None = None,
+        optimized_model_dir: str | Path | None = None,
     ) -> None:
         if not isinstance(max_length, int) or not 8 <= max_length <= MAX_POSITIONS:
             raise EncoderSetupError(
@@ -141,7 +208,8 @@ class MiniLMEncoder:
             Path(tokenizer_path) if tokenizer_path is not None else None, max_length
         )
         path = Path(model_path) if model_path is not None else packaged_model_path()
-        self._session = _load_session(path, threads)
+        cache_dir = Path(optimized_model_dir) if optimized_model_dir is not None else None
+        self._session = _load_session(path, threads, spinning, cache_dir)
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     @property

@@ -1,0 +1,283 @@
+"""MiniLM encoder speed per onnxruntime configuration, each against today's in the same run.
+
+    .venv/bin/python bench/bench_encoder.py [--corpora DIR] [--rounds 3] [--block 32]
+        [--configs NAME,...] [--load-rounds 5] [--json]
+
+The texts are real chunks: every chunk of the final state of
+``basecamp-policies.jsonl`` (``--corpora``, ``../shared/corpora`` by default) as
+the backfill encodes it (``store.search_terms.text_to_embed``), or of
+``examples/library`` when that log is absent.
+
+The machine has 2 cores shared with other work, so no figure is an absolute time
+alone. The chunks are cut into blocks of ``--block`` (32: one backfill round, one
+``encode`` call); every round encodes every block once with every configuration,
+back to back, in an order that reverses from block to block (A B C, C B A, ...),
+so each configuration sees the same load as the baseline beside it. Reported per
+configuration: chunks/s (median over rounds of the round's total time) and the
+ratio to the baseline (median over every block of baseline time / its time,
+paired measurements taken seconds apart). The vectors of each configuration are
+compared with the baseline's: the minimum cosine over every chunk must be >=
+0.9999 (the embedding cache is keyed by model id and text), else the bench says
+so and exits 1.
+
+``baseline`` is the configuration the encoder had before this bench (batch 8,
+2 intra-op threads, 1 inter-op thread, sequential, ORT_ENABLE_ALL, spinning on);
+``default`` is ``MiniLMEncoder()`` as it is now. The other rows are what
+onnxruntime offers beside them; the ones that did not pay stay here so the
+question can be asked again on other hardware.
+
+Load: the time to build a ``MiniLMEncoder`` (read and check the model, optimise
+the graph) with and without the cache of the optimised model
+(``optimized_model_dir``), alternating, median of ``--load-rounds``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort
+
+from chunker import chunk_document
+from embeddings.minilm import MiniLMEncoder, packaged_model_path
+from events.changelog import read_changelog
+from events.model import Action
+from store.search_terms import text_to_embed
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CORPORA = ROOT.parent / "shared" / "corpora"
+CORPUS = "basecamp-policies.jsonl"
+EXAMPLES = ROOT / "examples" / "library"
+MIN_COSINE = 0.9999
+
+Factory = Callable[[], MiniLMEncoder]
+
+
+def basecamp_final_chunks(path: Path) -> list[str]:
+    """The text to embed of every chunk of every document's last version, deletes gone."""
+    last = {}
+    for event in read_changelog(path):
+        last[event.document_id] = event
+    texts: list[str] = []
+    for event in last.values():
+        if event.action is not Action.UPSERT or event.content is None:
+            continue
+        texts += [text_to_embed(c) for c in chunk_document(
+            event.document_id, event.version, event.content,
+            content_type=event.content_type or "text/markdown",
+            metadata=event.metadata.overrides(), changed_at=event.changed_at,
+        )]
+    return texts
+
+
+def example_chunks(folder: Path) -> list[str]:
+    texts: list[str] = []
+    for path in sorted(folder.rglob("*")):
+        if path.suffix not in (".md", ".html"):
+            continue
+        content_type = "text/html" if path.suffix == ".html" else "text/markdown"
+        document_id = path.relative_to(folder).as_posix()
+        texts += [text_to_embed(c) for c in chunk_document(
+            document_id, 1, path.read_text(encoding="utf-8"), content_type=content_type)]
+    return texts
+
+
+class _SessionVariant(MiniLMEncoder):
+    """Today's encoder with its session rebuilt from other ``SessionOptions``: for the rows
+    that are not knobs of ``MiniLMEncoder`` (they did not pay)."""
+
+    def __init__(self, configure: Callable[[ort.SessionOptions], None], *,
+                 io_binding: bool = False, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 2
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        configure(options)
+        self._session = ort.InferenceSession(str(packaged_model_path()), sess_options=options,
+                                             providers=["CPUExecutionProvider"])
+        if io_binding:
+            self._session = _IOBound(self._session)
+
+
+class _IOBound:
+    """``run`` through an IO binding: inputs bound from numpy, the output left to ORT."""
+
+    def __init__(self, session: ort.InferenceSession) -> None:
+        self._session = session
+
+    def get_inputs(self) -> list[object]:
+        return list(self._session.get_inputs())
+
+    def run(self, _names: object, feeds: dict[str, npt.NDArray[np.int64]]) -> list[object]:
+        binding = self._session.io_binding()
+        for name, value in feeds.items():
+            binding.bind_cpu_input(name, value)
+        binding.bind_output("last_hidden_state")
+        self._session.run_with_iobinding(binding)
+        return list(binding.copy_outputs_to_cpu())
+
+
+def _level(level: ort.GraphOptimizationLevel) -> Callable[[ort.SessionOptions], None]:
+    def configure(options: ort.SessionOptions) -> None:
+        options.graph_optimization_level = level
+    return configure
+
+
+def _parallel(options: ort.SessionOptions) -> None:
+    options.execution_mode = ort.ExecutionMode.ORT_PARALLEL
+    options.inter_op_num_threads = 2
+
+
+def _unchanged(options: ort.SessionOptions) -> None:
+    return None
+
+
+CONFIGS: dict[str, Factory] = {
+    "baseline": lambda: MiniLMEncoder(batch_size=8, threads=2, spinning=True),
+    "default": MiniLMEncoder,
+    "spinning off": lambda: MiniLMEncoder(spinning=False),
+    "threads 1": lambda: MiniLMEncoder(threads=1, spinning=True),
+    "threads 1 spinning off": lambda: MiniLMEncoder(threads=1, spinning=False),
+    "batch 4": lambda: MiniLMEncoder(batch_size=4, spinning=True),
+    "batch 16": lambda: MiniLMEncoder(batch_size=16, spinning=True),
+    "ORT_ENABLE_BASIC": lambda: _SessionVariant(
+        _level(ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)),
+    "ORT_ENABLE_EXTENDED": lambda: _SessionVariant(
+        _level(ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED)),
+    "parallel 2 inter-op": lambda: _SessionVariant(_parallel),
+    "IO binding": lambda: _SessionVariant(_unchanged, io_binding=True),
+}
+QUICK = ("baseline", "default", "spinning off", "threads 1", "threads 1 spinning off")
+
+
+def blocks(texts: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(texts), size):
+        yield texts[start : start + size]
+
+
+def measure(encoders: dict[str, MiniLMEncoder], texts: list[str], rounds: int,
+            block: int) -> dict[str, dict[str, float]]:
+    names = list(encoders)
+    round_seconds: dict[str, list[float]] = {n: [] for n in names}
+    ratios: dict[str, list[float]] = {n: [] for n in names}
+    flip = False
+    for _ in range(rounds):
+        totals = dict.fromkeys(names, 0.0)
+        for part in blocks(texts, block):
+            order = names[::-1] if flip else names
+            flip = not flip
+            seconds: dict[str, float] = {}
+            for name in order:
+                started = time.perf_counter()
+                encoders[name].encode(part)
+                seconds[name] = time.perf_counter() - started
+                totals[name] += seconds[name]
+            for name in names:
+                ratios[name].append(seconds["baseline"] / seconds[name])
+        for name in names:
+            round_seconds[name].append(totals[name])
+    return {
+        name: {
+            "chunks_per_s": round(len(texts) / statistics.median(round_seconds[name]), 2),
+            "ratio": round(statistics.median(ratios[name]), 3),
+            "round_seconds": [round(s, 2) for s in round_seconds[name]],  # type: ignore[dict-item]
+        }
+        for name in names
+    }
+
+
+def min_cosines(encoders: dict[str, MiniLMEncoder], texts: list[str]) -> dict[str, float]:
+    reference = encoders["baseline"].encode(texts)
+    return {name: float(np.min(np.sum(encoder.encode(texts) * reference, axis=1)))
+            for name, encoder in encoders.items()}
+
+
+def load_times(rounds: int) -> dict[str, float]:
+    """Seconds to build the encoder without and with the optimised-model cache (warm)."""
+    with tempfile.TemporaryDirectory() as cache:
+        MiniLMEncoder(optimized_model_dir=Path(cache))  # writes the cache once
+        seconds: dict[str, list[float]] = {"no cache": [], "cache": []}
+        for i in range(rounds):
+            order = ["no cache", "cache"] if i % 2 == 0 else ["cache", "no cache"]
+            for name in order:
+                started = time.perf_counter()
+                MiniLMEncoder(optimized_model_dir=Path(cache) if name == "cache" else None)
+                seconds[name].append(time.perf_counter() - started)
+    no_cache, cached = (statistics.median(seconds["no cache"]),
+                        statistics.median(seconds["cache"]))
+    return {"no_cache_s": round(no_cache, 3), "cache_s": round(cached, 3),
+            "ratio": round(no_cache / cached, 2)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--block", type=int, default=32, help="chunks per encode call")
+    parser.add_argument("--configs", default=",".join(QUICK),
+                        help=f"comma-separated, from: {', '.join(CONFIGS)}; or 'all'")
+    parser.add_argument("--load-rounds", type=int, default=5)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    log = args.corpora / CORPUS
+    if log.exists():
+        texts, source = basecamp_final_chunks(log), f"{CORPUS} (final state)"
+    else:
+        texts, source = example_chunks(EXAMPLES), "examples/library"
+    wanted = list(CONFIGS) if args.configs == "all" else args.configs.split(",")
+    unknown = [n for n in wanted if n not in CONFIGS]
+    if unknown:
+        parser.error(f"unknown --configs {unknown!r}; known: {', '.join(CONFIGS)}")
+    names = ["baseline", *[n for n in wanted if n != "baseline"]]
+    encoders = {name: CONFIGS[name]() for name in names}
+
+    tokens = [len(e.ids) for e in encoders["baseline"]._tokenizer.encode_batch(texts)]
+    cosines = min_cosines(encoders, texts)
+    results = measure(encoders, texts, args.rounds, args.block)
+    load = load_times(args.load_rounds) if args.load_rounds > 0 else None
+    report = {
+        "texts": source, "chunks": len(texts),
+        "wordpiece_tokens_median": statistics.median(tokens),
+        "chunks_at_max_length": sum(t >= 256 for t in tokens),
+        "rounds": args.rounds, "block": args.block, "cpus": os.cpu_count(),
+        "load_average_1m": round(os.getloadavg()[0], 2), "onnxruntime": ort.__version__,
+        "configs": {n: results[n] | {"min_cosine": round(cosines[n], 6)} for n in names},
+        "load": load,
+    }
+    failed = [n for n in names if cosines[n] < MIN_COSINE]
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"{len(texts)} chunks of {source}: median {report['wordpiece_tokens_median']} "
+              f"WordPiece tokens, {report['chunks_at_max_length']} cut at 256; blocks of "
+              f"{args.block}, {args.rounds} rounds; {report['cpus']} CPUs, load average "
+              f"{report['load_average_1m']}; onnxruntime {ort.__version__}")
+        print(f"{'configuration':26} {'chunks/s':>9} {'x baseline':>11} {'min cos':>10}")
+        for name in names:
+            row = report["configs"][name]  # type: ignore[index]
+            print(f"{name:26} {row['chunks_per_s']:9.2f} {row['ratio']:10.3f}x "
+                  f"{row['min_cosine']:10.6f}")
+        if load is not None:
+            print(f"\nbuilding the encoder: {load['no_cache_s']:.3f} s, with the optimised "
+                  f"model cached {load['cache_s']:.3f} s ({load['ratio']:.2f}x)")
+    for name in failed:
+        print(f"FAIL {name}: min cosine {cosines[name]:.6f} < {MIN_COSINE}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -21,10 +21,11 @@ pooling over the attention mask, L2 normalisation. The model is symmetric:
 batches padded to their longest member; the attention mask keeps padding out,
 and a test checks that a text's vector does not depend on its batch (the
 cache relies on it). onnxruntime's threads are bounded (``threads``, 2 by
-default: the machines have 2 cores); ``spinning`` lets them busy-wait for
-work (onnxruntime's default). ``optimized_model_dir`` keeps the optimised graph on
-disk, so a new process skips the graph optimisation (0.31 s -> 0.16 s to build
-the encoder); the vectors are the same either way (tested against pinned ones).
+default: the machines have 2 cores) and do not spin while they wait for work
+(``spinning=False``: 1.18x-1.56x the chunks/s of spinning threads on 2 shared
+cores, 1.0x on quiet ones; ``bench/bench_encoder.py``). ``optimized_model_dir``
+keeps the optimised graph on disk, so a new process skips the graph
+optimisation (0.31 s -> 0.16 s to build the encoder); the vectors are the same either way (tested against pinned ones).
 """
 
 from __future__ import annotations
@@ -188,7 +189,7 @@ class MiniLMEncoder:
         max_length: int = 256,
         batch_size: int = 8,
         threads: int = 2,
-        spinning: bool = True,
+        spinning: bool = False,
         model_path: str | Path | None = None,
         tokenizer_path: str | Path | None = None,
         optimized_model_dir: str | Path | None = None,

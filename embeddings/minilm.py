@@ -25,7 +25,8 @@ default: the machines have 2 cores) and do not spin while they wait for work
 (``spinning=False``: 1.18x-1.56x the chunks/s of spinning threads on 2 shared
 cores, 1.0x on quiet ones; ``bench/bench_encoder.py``). ``optimized_model_dir``
 keeps the optimised graph on disk, so a new process skips the graph
-optimisation (0.31 s -> 0.16 s to build the encoder); the vectors are the same either way (tested against pinned ones).
+optimisation (0.31 s -> 0.16 s to build the encoder); the vectors are the same
+either way (tested against pinned ones).
 """
 
 from __future__ import annotations

@@ -36,13 +36,13 @@ import hmac
 import json
 import math
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import pydantic_core
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
@@ -55,6 +55,8 @@ from retrieval.models import SearchRequest
 from retrieval.no_access import NoAccessGate
 from retrieval.openapi import OPENAPI_ROUTE, openapi_document
 from retrieval.searcher import MeteredSearcher, Searcher, search_as
+
+M = TypeVar("M", bound=BaseModel)
 
 log = structlog.get_logger(__name__)
 
@@ -87,15 +89,11 @@ class SearchEndpoint:
         self._gate = gate
 
     async def handle(self, request: Request) -> Response:
-        got = await caller_and_body(request, self._credentials, self._max_body_bytes)
+        got = await caller_and_request(request, self._credentials, self._max_body_bytes,
+                                       SearchRequest)
         if isinstance(got, Response):
             return got
-        caller, data = got
-        try:
-            search_request = SearchRequest.model_validate(data)
-        except ValidationError as exc:
-            errors = field_errors(exc)
-            return _refuse(422, "invalid_request", describe(errors), errors=errors)
+        caller, search_request = got
         try:
             response = await anyio.to_thread.run_sync(
                 search_as, self._searcher, search_request, caller, self._gate
@@ -139,6 +137,21 @@ async def caller_and_body(
     return caller, data
 
 
+async def caller_and_request(
+    request: Request, credentials: Credentials, max_body_bytes: int, model: type[M]
+) -> tuple[Caller, M] | Response:
+    """``caller_and_body``, then the body as ``model``, or the 422 naming each field."""
+    got = await caller_and_body(request, credentials, max_body_bytes)
+    if isinstance(got, Response):
+        return got
+    caller, data = got
+    try:
+        return caller, model.model_validate(data)
+    except ValidationError as exc:
+        errors = field_errors(exc)
+        return _refuse(422, "invalid_request", describe(errors), errors=errors)
+
+
 class CitationsEndpoint:
     """The ``POST /citations/check`` handler: the same keys, checks and refusals as
     ``/search`` (labels from the key, never the body), then ``404 unknown_run`` for a
@@ -152,15 +165,11 @@ class CitationsEndpoint:
         self._metrics = metrics
 
     async def handle(self, request: Request) -> Response:
-        got = await caller_and_body(request, self._credentials, self._max_body_bytes)
+        got = await caller_and_request(request, self._credentials, self._max_body_bytes,
+                                       CheckRequest)
         if isinstance(got, Response):
             return got
-        caller, data = got
-        try:
-            check_request = CheckRequest.model_validate(data)
-        except ValidationError as exc:
-            errors = field_errors(exc)
-            return _refuse(422, "invalid_request", describe(errors), errors=errors)
+        caller, check_request = got
         try:
             response = await anyio.to_thread.run_sync(self._checker.check, check_request, caller)
         except UnknownRun as exc:

@@ -34,7 +34,7 @@ import mcp_types as types
 import structlog
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -61,32 +61,27 @@ class NoCaller(Exception):
 
 def search_policy_tool() -> types.Tool:
     """The tool as listed: name, description, schemas and annotations."""
-    return types.Tool(
-        name=TOOL_NAME,
-        title="Search the policy library",
-        description=TOOL_DESCRIPTION,
-        input_schema=SearchRequest.model_json_schema(),
-        output_schema=SearchResponse.model_json_schema(mode="serialization"),
-        annotations=types.ToolAnnotations(
-            title="Search the policy library",
-            read_only_hint=True,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
-    )
+    return _read_only_tool(TOOL_NAME, "Search the policy library", TOOL_DESCRIPTION,
+                           SearchRequest, SearchResponse)
 
 
 def check_citations_tool() -> types.Tool:
     """``check_citations`` as listed: what it checks, and what it does not."""
+    return _read_only_tool(CHECK_TOOL_NAME, "Check a reply's citations",
+                           CHECK_TOOL_DESCRIPTION, CheckRequest, CheckResponse)
+
+
+def _read_only_tool(name: str, title: str, description: str, request: type[BaseModel],
+                    response: type[BaseModel]) -> types.Tool:
+    """A tool that reads the index and changes nothing: same call, same answer."""
     return types.Tool(
-        name=CHECK_TOOL_NAME,
-        title="Check a reply's citations",
-        description=CHECK_TOOL_DESCRIPTION,
-        input_schema=CheckRequest.model_json_schema(),
-        output_schema=CheckResponse.model_json_schema(mode="serialization"),
+        name=name,
+        title=title,
+        description=description,
+        input_schema=request.model_json_schema(),
+        output_schema=response.model_json_schema(mode="serialization"),
         annotations=types.ToolAnnotations(
-            title="Check a reply's citations",
+            title=title,
             read_only_hint=True,
             destructive_hint=False,
             idempotent_hint=True,

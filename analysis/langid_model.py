@@ -97,10 +97,25 @@ def _model(cache_dir: Path, packaged: Path) -> tuple[Any, ...]:
         except BaseException:
             Path(name).unlink(missing_ok=True)
             raise
+        _remove_older_copies(cache_dir, target)
     except OSError as exc:
         log.info("language model cache not written", cache_dir=str(cache_dir),
                     error=str(exc)[:200])
     return np.asarray(ptc), np.asarray(pc), classes, nextmove, row, output
+
+
+def _remove_older_copies(cache_dir: Path, kept: Path) -> None:
+    """Copies no process of this installation reads again: the same py3langid version's
+    copies of an earlier install (the name holds the packaged file's mtime) and the old
+    ``.npz`` format, ~68 MB each. Another version's copy stays (two versions may share a
+    cache place during a rolling deploy). A mapped copy stays valid once unlinked."""
+    stale = [*cache_dir.glob("py3langid-*.npz"),
+             *(p for p in cache_dir.glob(f"{kept.name.rsplit('-', 1)[0]}-*.npy") if p != kept)]
+    for path in stale:
+        try:
+            path.unlink()
+        except OSError as exc:
+            log.info("old language model copy not removed", file=str(path), error=str(exc)[:200])
 
 
 def _numpy(values: array[int]) -> Any:

@@ -93,3 +93,23 @@ def test_the_copy_is_mapped_not_read(tmp_path: Path) -> None:
         langid_model.use_cache_dir(None)
     assert isinstance(identifier.nb_ptc, np.memmap)
     assert isinstance(identifier.tk_nextmove, memoryview)
+
+
+def test_writing_the_copy_removes_this_versions_older_copies_only(
+    tmp_path: Path, packaged: list[tuple[str, float]]
+) -> None:
+    """A reinstall changes the packaged file's mtime, so the copy's name: the old copies
+    (and the former ``.npz`` format), 68 MB each, would pile up, never read again."""
+    from py3langid.langid import MODEL_DIR, MODEL_FILE
+
+    this_install = langid_model.cache_file(tmp_path, MODEL_DIR / MODEL_FILE).name
+    same_version = this_install.rsplit("-", 1)[0]  # py3langid-<version>-<size>
+    older = tmp_path / f"{same_version}-1.npy"
+    old_format = tmp_path / f"{same_version}-2.npz"
+    other_version = tmp_path / "py3langid-0.0.1-4586720-3.npy"
+    for path in (older, old_format, other_version):
+        path.write_bytes(b"an old copy")
+    assert _answers(tmp_path) == packaged
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == sorted([this_install, other_version.name]), names
+    assert not older.exists() and not old_format.exists()

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import pytest
 import watchfiles
+from support.waiting import wait_until
 from support.webhooks import MemoryPublisher
 
 from events.model import ChangeEvent
@@ -18,14 +19,6 @@ from store.model import DocumentState
 from watcher.folder_sync import FolderSync, SyncReport
 from watcher.watch import FolderWatcher, RelevantChanges, WatcherThread, start_watcher_thread
 from watcher.watch_state import WatchState
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -57,25 +50,26 @@ def test_create_edit_rename_delete_each_publish_their_events(
     watched: tuple[Path, MemoryPublisher, WatcherThread],
 ) -> None:
     root, publisher, _thread = watched
-    wait_for(lambda: seen(publisher) == [("refunds", "upsert")])  # the start-up pass
+    wait_until(lambda: seen(publisher), 10, "the start-up pass",
+               accept=lambda s: s == [("refunds", "upsert")])
     (root / "promo.md").write_text("## Offer\n30 % off.\n")
-    wait_for(lambda: len(publisher.events) == 2)
+    wait_until(lambda: seen(publisher), 10, "2 events", accept=lambda s: len(s) == 2)
     assert seen(publisher)[-1] == ("promo", "upsert")
     first = last(publisher).version
 
     (root / "promo.md").write_text("## Offer\n40 % off.\n")
-    wait_for(lambda: len(publisher.events) == 3)
+    wait_until(lambda: seen(publisher), 10, "3 events", accept=lambda s: len(s) == 3)
     assert (last(publisher).content, last(publisher).version > first) == (
         "## Offer\n40 % off.\n", True,
     )
 
     (root / "promo.md").rename(root / "spring.md")
-    wait_for(lambda: len(publisher.events) == 5)
+    wait_until(lambda: seen(publisher), 10, "5 events", accept=lambda s: len(s) == 5)
     assert seen(publisher)[3:] == [("spring", "upsert"), ("promo", "delete")]
     assert publisher.events[4].version > publisher.events[2].version
 
     (root / "spring.md").unlink()
-    wait_for(lambda: len(publisher.events) == 6)
+    wait_until(lambda: seen(publisher), 10, "6 events", accept=lambda s: len(s) == 6)
     assert seen(publisher)[-1] == ("spring", "delete")
 
 
@@ -85,9 +79,11 @@ def test_a_renamed_folder_moves_every_document_in_it(
     root, publisher, _thread = watched
     (root / "cities" / "lisbon").mkdir(parents=True)
     (root / "cities" / "lisbon" / "index.md").write_text("## Lisbon\n")
-    wait_for(lambda: ("cities/lisbon", "upsert") in seen(publisher))
+    wait_until(lambda: seen(publisher), 10, "cities/lisbon's upsert",
+               accept=lambda s: ("cities/lisbon", "upsert") in s)
     (root / "cities").rename(root / "towns")
-    wait_for(lambda: ("cities/lisbon", "delete") in seen(publisher))
+    wait_until(lambda: seen(publisher), 10, "cities/lisbon's delete",
+               accept=lambda s: ("cities/lisbon", "delete") in s)
     assert ("towns/lisbon", "upsert") in seen(publisher)
 
 
@@ -130,7 +126,8 @@ def test_an_index_that_cannot_be_read_is_retried_and_the_watcher_goes_on(tmp_pat
     thread = start_watcher_thread(tmp_path / "library", publisher, index=index,
                                   state_path=tmp_path / "s.sqlite3", rescan_seconds=0.1)
     try:
-        wait_for(lambda: seen(publisher) == [("refunds", "upsert")])
+        wait_until(lambda: seen(publisher), 10, "the start-up pass",
+                   accept=lambda s: s == [("refunds", "upsert")])
         assert index.failures == 0
     finally:
         thread.stop()
@@ -158,15 +155,18 @@ def test_a_watcher_that_cannot_go_on_says_so_and_restarts_with_backoff(tmp_path:
     thread = WatcherThread(FolderWatcher(sync, rescan_seconds=0.2), state,
                            restart_initial_s=0.3, restart_max_s=0.6).start()
     try:
-        wait_for(lambda: thread.health()["status"] == "failed")
+        wait_until(thread.health, 10, "a failed watcher",
+                   accept=lambda h: h["status"] == "failed")
         health = thread.health()
         assert "Too many open files" in health["error"], health
         assert thread.is_alive()  # waiting to start again, not dead
-        wait_for(lambda: seen(publisher) == [("refunds", "upsert")])
+        wait_until(lambda: seen(publisher), 10, "the first pass after the restarts",
+                   accept=lambda s: s == [("refunds", "upsert")])
         assert thread.restarts == 2
-        wait_for(lambda: thread.health()["status"] == "ok")
+        wait_until(thread.health, 10, "a healthy watcher", accept=lambda h: h["status"] == "ok")
         (tmp_path / "library" / "promo.md").write_text("## Offer\n")
-        wait_for(lambda: ("promo", "upsert") in seen(publisher))  # follows the folder again
+        wait_until(lambda: seen(publisher), 10, "promo's upsert",  # follows the folder again
+                   accept=lambda s: ("promo", "upsert") in s)
     finally:
         thread.stop()
     assert not thread.is_alive() and thread.error is None
@@ -179,7 +179,7 @@ def test_a_stop_during_the_backoff_ends_the_thread_at_once(tmp_path: Path) -> No
     sync.failures = 10**6
     thread = WatcherThread(FolderWatcher(sync), state, restart_initial_s=30,
                            restart_max_s=60).start()
-    wait_for(lambda: thread.health()["status"] == "failed")
+    wait_until(thread.health, 10, "a failed watcher", accept=lambda h: h["status"] == "failed")
     started = time.monotonic()
     thread.stop(timeout_s=5)
     assert not thread.is_alive() and time.monotonic() - started < 5
@@ -192,9 +192,10 @@ def test_passes_that_keep_failing_make_health_say_failing(tmp_path: Path) -> Non
     thread = start_watcher_thread(tmp_path / "library", publisher, index=index,
                                   state_path=tmp_path / "s.sqlite3", rescan_seconds=0.05)
     try:
-        wait_for(lambda: thread.health()["status"] == "failing")
+        wait_until(thread.health, 10, "a failing watcher",
+                   accept=lambda h: h["status"] == "failing")
         assert "index locked" in thread.health()["error"]
         index.failures = 0
-        wait_for(lambda: thread.health()["status"] == "ok")
+        wait_until(thread.health, 10, "a healthy watcher", accept=lambda h: h["status"] == "ok")
     finally:
         thread.stop()

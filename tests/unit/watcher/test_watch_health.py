@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
+from support.waiting import wait_until
 from support.webhooks import MemoryPublisher
 
 from policy_indexer.runtime.embedded import with_watcher
@@ -38,14 +38,6 @@ def healthz(port: int) -> tuple[int, dict[str, Any]]:
         return exc.code, json.loads(exc.read())
 
 
-def wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
-
-
 def test_healthz_is_503_while_the_watcher_restarts_and_200_once_it_is_back(
     tmp_path: Path,
 ) -> None:
@@ -59,12 +51,14 @@ def test_healthz_is_503_while_the_watcher_restarts_and_200_once_it_is_back(
                            restart_initial_s=0.1, restart_max_s=0.2).start()
     watched.append(thread)
     try:
-        wait_for(lambda: healthz(server.port)[0] == 503)
+        wait_until(lambda: healthz(server.port), 10, "/healthz to answer 503",
+                   accept=lambda answer: answer[0] == 503)
         code, body = healthz(server.port)
         assert (code, body["status"]) == (503, "failed"), body
         assert "Too many open files" in body["folder_watcher"]["error"], body
         sync.failures = 0
-        wait_for(lambda: healthz(server.port)[0] == 200)
+        wait_until(lambda: healthz(server.port), 10, "/healthz to answer 200",
+                   accept=lambda answer: answer[0] == 200)
         assert healthz(server.port)[1]["folder_watcher"]["restarts"] >= 1
     finally:
         thread.stop()

@@ -82,43 +82,42 @@ def test_a_name_that_is_not_utf8_never_restarts_the_watcher(
 
 
 _CHILD = """
-import json, os, sys, time
+import json, os, sys
 sys.path.insert(0, sys.argv[2])
 from pathlib import Path
+from support.waiting import wait_until
 from support.webhooks import MemoryPublisher
 from watcher.watch import start_watcher_thread
 
 root, out = Path(sys.argv[1]), {}
 publisher = MemoryPublisher()
 
-def wait(what, check, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            print(json.dumps({"timeout": what, **out,
-                              "events": [[e.document_id, e.action.value] for e in publisher.events],
-                              "health": thread.health()}))
-            sys.exit(3)
-        time.sleep(0.02)
-
 def seen():
     return [[e.document_id, e.action.value] for e in publisher.events]
+
+def status():
+    return thread.health()["status"]
+
+def diagnostics():
+    return json.dumps({**out, "events": seen(), "health": thread.health()})
 
 private = root / "private"
 thread = start_watcher_thread(root, publisher, state_path=root.parent / "state.sqlite3",
                               debounce_ms=50, rescan_seconds=0.3,
                               restart_initial_s=0.1, restart_max_s=0.2)
-wait("start-up", lambda: len(seen()) == 3)
+wait_until(seen, 15, "start-up", accept=lambda s: len(s) == 3, on_timeout=diagnostics)
 private.chmod(0o000)
-wait("degraded", lambda: thread.health()["status"] == "degraded")
+wait_until(status, 15, "degraded", accept=lambda s: s == "degraded", on_timeout=diagnostics)
 out["degraded"] = thread.health()
 (root / "refunds.md").write_text("## Refunds\\nWithin 60 days.\\n")
-wait("edit elsewhere", lambda: ["refunds", "upsert"] in seen()[3:])
+wait_until(lambda: seen()[3:], 15, "edit elsewhere", accept=lambda s: ["refunds", "upsert"] in s,
+           on_timeout=diagnostics)
 out["while_unlisted"] = seen()[3:]
 private.chmod(0o755)
 (private / "salaries.md").write_text("## Salaries\\nEdited while unlistable.\\n")
-wait("folder back", lambda: ["private/salaries", "upsert"] in seen()[4:])
-wait("ok", lambda: thread.health()["status"] == "ok")
+wait_until(lambda: seen()[4:], 15, "folder back",
+           accept=lambda s: ["private/salaries", "upsert"] in s, on_timeout=diagnostics)
+wait_until(status, 15, "ok", accept=lambda s: s == "ok", on_timeout=diagnostics)
 out["after"] = seen()[4:]
 out["health"] = thread.health()
 thread.stop()
@@ -130,9 +129,11 @@ thread = start_watcher_thread(root, publisher2, state_path=root.parent / "state.
                               debounce_ms=50, rescan_seconds=0.3,
                               restart_initial_s=0.1, restart_max_s=0.2)
 publisher = publisher2
-wait("degraded at start", lambda: thread.health()["status"] == "degraded")
+wait_until(status, 15, "degraded at start", accept=lambda s: s == "degraded",
+           on_timeout=diagnostics)
 (root / "refunds.md").write_text("## Refunds\\nWithin 90 days.\\n")
-wait("edit after start", lambda: ["refunds", "upsert"] in seen())
+wait_until(seen, 15, "edit after start", accept=lambda s: ["refunds", "upsert"] in s,
+           on_timeout=diagnostics)
 out["restarted"] = {"events": seen(), "health": thread.health()}
 thread.stop()
 private.chmod(0o755)

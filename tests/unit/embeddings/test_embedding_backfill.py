@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from prometheus_client import CollectorRegistry
+from support.waiting import wait_until
 
 from embeddings.backfill import VectorBackfill, VectorIndex, reembed
 from embeddings.cache import CachedEncoder, InMemoryEmbeddingCache
@@ -106,9 +106,8 @@ def test_the_lag_grows_at_scrape_time_while_the_backfill_is_stuck() -> None:
     backfill = make(index, registry)
     backfill.observe_backlog()
     first = registry.get_sample_value("policy_indexer_vector_lag_seconds")
-    deadline = time.monotonic() + 5
-    while registry.get_sample_value("policy_indexer_vector_lag_seconds") == first:
-        assert time.monotonic() < deadline, "the lag did not grow"
+    wait_until(lambda: registry.get_sample_value("policy_indexer_vector_lag_seconds"), 5,
+               "the lag to grow", every_s=0.01, accept=lambda lag: lag != first)
     later = registry.get_sample_value("policy_indexer_vector_lag_seconds")
     assert first is not None and later is not None and later > first
 
@@ -177,9 +176,11 @@ def test_run_forever_follows_new_chunks_survives_failures_and_stops() -> None:
     thread = threading.Thread(target=backfill.run_forever, args=(stop, 0.01), daemon=True)
     thread.start()
     try:
-        wait_for(lambda: ("hashing-v1@32", "a@v1#x") in index.vectors, "the first vector")
+        wait_until(lambda: set(index.vectors), 5, "the first vector", every_s=0.01,
+                   accept=lambda written: ("hashing-v1@32", "a@v1#x") in written)
         index.add("b@v1#y", "y")  # written later: its vector follows
-        wait_for(lambda: ("hashing-v1@32", "b@v1#y") in index.vectors, "the later vector")
+        wait_until(lambda: set(index.vectors), 5, "the later vector", every_s=0.01,
+                   accept=lambda written: ("hashing-v1@32", "b@v1#y") in written)
     finally:
         stop.set()
         thread.join(timeout=5)
@@ -192,14 +193,6 @@ def test_bad_settings_are_refused_naming_them() -> None:
         make(FakeIndex(), batch_size=0)
     with pytest.raises(ValueError, match="idle_s must be > 0, got 0"):
         make(FakeIndex()).run_forever(threading.Event(), 0)
-
-
-def wait_for(condition: object, what: str, timeout_s: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-        time.sleep(0.01)
 
 
 def test_reembed_ends_when_the_index_offers_nothing_though_its_backlog_counts_more() -> None:

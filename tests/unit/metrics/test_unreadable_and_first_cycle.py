@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from prometheus_client import CollectorRegistry
 from support.chunks import make_chunk
 from support.sources import ListSource
+from support.waiting import wait_until
 
 from metrics.collector import FreshnessCollector
 from metrics.monitor import FreshnessMonitor
@@ -98,10 +99,7 @@ def test_the_first_cycle_waits_for_the_first_indexing() -> None:
         assert registry.get_sample_value("policy_indexer_max_lag_seconds") is None  # not measured
         indexed(store, "good", 2)
         first_indexing.set()
-        deadline = time.monotonic() + 5
-        while monitor.snapshot is None:
-            assert time.monotonic() < deadline, "no cycle after the first indexing"
-            time.sleep(0.02)
+        wait_until(lambda: monitor.snapshot, 5, "a cycle after the first indexing", every_s=0.02)
         assert registry.get_sample_value("policy_indexer_max_lag_seconds") == 0
     finally:
         monitor.stop()
@@ -118,11 +116,9 @@ def test_a_first_indexing_that_never_ends_is_measured_after_the_bound() -> None:
         daemon=True)
     thread.start()
     try:
-        deadline = time.monotonic() + 5
-        while monitor.snapshot is None:
-            assert time.monotonic() < deadline, "never measured"
-            time.sleep(0.02)
-        assert monitor.snapshot.behind_by_status["missing_from_index"] == 1  # a real lag now
+        snapshot = wait_until(lambda: monitor.snapshot, 5, "a first measure", every_s=0.02)
+        assert snapshot is not None
+        assert snapshot.behind_by_status["missing_from_index"] == 1  # a real lag now
     finally:
         monitor.stop()
         thread.join(5)

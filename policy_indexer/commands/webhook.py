@@ -9,18 +9,20 @@ or ``--secret``.
 from __future__ import annotations
 
 import time
-import uuid
 from pathlib import Path
 
 import click
 
 from policy_indexer.cli_errors import says_errors
-from policy_indexer.runtime.webhook import serve_webhook
+from policy_indexer.runtime.webhook import serve_webhook, setting_env
 from policy_indexer.settings import Settings
+from webhooks.adapters.registry import ADAPTERS
 
-SCHEMES = ("cms", "github", "gitlab", "standard")
-_SETTING = {"cms": "webhook_secrets", "github": "webhook_github_secrets",
-            "gitlab": "webhook_gitlab_tokens", "standard": "webhook_standard_secrets"}
+# the adapters that declare how their sender signs, each with its secret's setting
+_SIGNERS = {spec.name: spec.sign for spec in ADAPTERS if spec.sign is not None}
+SCHEMES = ("cms", *_SIGNERS)
+_SETTING = {"cms": "webhook_secrets"} | {spec.name: spec.secrets_setting
+                                         for spec in ADAPTERS if spec.name in _SIGNERS}
 
 
 @click.group(invoke_without_command=True)
@@ -40,7 +42,7 @@ def signed_headers(settings: Settings, scheme: str, body: bytes, secret: str | N
     if secret is None:
         configured = getattr(settings, _SETTING[scheme])
         if not configured:
-            setting = "POLICY_INDEXER_" + _SETTING[scheme].upper()
+            setting = setting_env(_SETTING[scheme])
             raise click.UsageError(f"no secret for scheme {scheme!r}: set {setting} or --secret")
         secret = str(configured[0].get_secret_value())
     headers = {"Content-Type": "application/json"}
@@ -48,28 +50,11 @@ def signed_headers(settings: Settings, scheme: str, body: bytes, secret: str | N
         from webhooks import signature  # noqa: PLC0415 (commands import lazily)
 
         headers[signature.HEADER] = signature.sign([secret.encode()], int(now), body)
-    elif scheme == "github":
-        from webhooks.adapters import github  # noqa: PLC0415
-
-        headers[github.SIGNATURE_HEADER] = github.sign(secret.encode(), body)
-        headers[github.EVENT_HEADER] = event
-        headers["X-GitHub-Delivery"] = str(uuid.uuid4())
-    elif scheme == "gitlab":
-        from webhooks.adapters import gitlab  # noqa: PLC0415
-
-        headers[gitlab.TOKEN_HEADER] = secret
-        headers[gitlab.EVENT_HEADER] = "Push Hook" if event == "push" else event
-    else:
-        from webhooks.adapters import standard  # noqa: PLC0415
-
-        try:
-            key = standard.decode_secret(secret)
-        except ValueError as exc:
-            raise click.UsageError(str(exc)) from exc
-        msg_id = f"msg_{uuid.uuid4().hex}"
-        headers[standard.ID_HEADER] = msg_id
-        headers[standard.TIMESTAMP_HEADER] = str(int(now))
-        headers[standard.SIGNATURE_HEADER] = standard.sign(key, msg_id, int(now), body)
+        return headers
+    try:
+        headers |= _SIGNERS[scheme](secret, body, event, now)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
     return headers
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
+
 import structlog
 from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 from starlette.applications import Starlette
 
 from policy_indexer.runtime.backends import EmbeddedBackends, KafkaBackends, open_store
-from policy_indexer.runtime.cms_adapters import cms_adapters, cms_adapters_enabled, cms_routes
 from policy_indexer.runtime.http import process_registry
 from policy_indexer.runtime.parts import Supervisor
 from policy_indexer.runtime.servers import UvicornThread
@@ -19,33 +21,43 @@ from transport.publisher import EventPublisher
 from webhooks.adapters.base import Adapter
 from webhooks.adapters.endpoint import EndpointLimits
 from webhooks.adapters.git_push import GitPushTarget
-from webhooks.adapters.github import GitHubPushAdapter
-from webhooks.adapters.gitlab import GitLabPushAdapter
-from webhooks.adapters.standard import StandardWebhooksAdapter, decode_secret
+from webhooks.adapters.registry import ADAPTERS
+from webhooks.adapters.spec import AdapterContext, AdapterSection, AdapterSpec
 from webhooks.app import CMS_ROUTE, create_app
 from webhooks.config import WebhookConfig
 from webhooks.owners import IndexAndFolderOwners, OwnerLookup, StateReader
 
 log = structlog.get_logger(__name__)
 
-MISSING_SECRETS_MESSAGE = (
-    "no webhook secret configured: set POLICY_INDEXER_WEBHOOK_SECRETS='[\"<secret>\"]' "
-    "(POST /webhooks/cms) or an adapter's: POLICY_INDEXER_WEBHOOK_GITHUB_SECRETS, "
-    "POLICY_INDEXER_WEBHOOK_GITLAB_TOKENS, POLICY_INDEXER_WEBHOOK_STANDARD_SECRETS, "
-    "POLICY_INDEXER_WEBHOOK_CONTENTFUL_SECRETS, POLICY_INDEXER_WEBHOOK_SANITY_SECRETS, "
-    "POLICY_INDEXER_WEBHOOK_STRAPI_TOKENS"
-)
+
+def setting_env(field: str) -> str:
+    """The environment name of a ``Settings`` field."""
+    return f"{Settings.model_config.get('env_prefix', '')}{field.upper()}"
+
+
+def missing_secrets_message(specs: Sequence[AdapterSpec] = ADAPTERS) -> str:
+    """What to set when no route has its secret: our scheme's, or any adapter's."""
+    return ("no webhook secret configured: set POLICY_INDEXER_WEBHOOK_SECRETS='[\"<secret>\"]' "
+            "(POST /webhooks/cms) or an adapter's: "
+            + ", ".join(setting_env(spec.secrets_setting) for spec in specs))
+
+
+MISSING_SECRETS_MESSAGE = missing_secrets_message()
 
 
 class WebhookNotConfigured(ValueError):
     """No secret, or a secret that cannot be used; the message says which setting."""
 
 
-def webhook_enabled(settings: Settings) -> bool:
+def configured_adapters(settings: Settings,
+                        specs: Sequence[AdapterSpec] = ADAPTERS) -> list[AdapterSpec]:
+    """The adapters whose secrets are set, in the registry's order."""
+    return [spec for spec in specs if getattr(settings, spec.secrets_setting)]
+
+
+def webhook_enabled(settings: Settings, specs: Sequence[AdapterSpec] = ADAPTERS) -> bool:
     """Is any route of the receiver configured (each needs its secret)?"""
-    return bool(settings.webhook_secrets or settings.webhook_github_secrets
-                or settings.webhook_gitlab_tokens or settings.webhook_standard_secrets
-                or cms_adapters_enabled(settings))
+    return bool(settings.webhook_secrets or configured_adapters(settings, specs))
 
 
 def webhook_config(settings: Settings) -> WebhookConfig:
@@ -63,33 +75,32 @@ def webhook_config(settings: Settings) -> WebhookConfig:
         raise WebhookNotConfigured(str(exc)) from exc
 
 
-def webhook_adapters(settings: Settings) -> list[Adapter]:
+def adapter_section(settings: Settings, spec: AdapterSpec) -> AdapterSection:
+    """The adapter's ``webhook_<name>_*`` settings, as plain values keyed without the prefix."""
+    prefix = spec.settings_prefix
+    values = {field.removeprefix(prefix): getattr(settings, field)
+              for field in type(settings).model_fields if field.startswith(prefix)}
+    return AdapterSection(values, env_prefix=setting_env(prefix))
+
+
+def webhook_adapters(settings: Settings,
+                     specs: Sequence[AdapterSpec] = ADAPTERS) -> list[Adapter]:
     """The adapters whose secrets are set; raises ``WebhookNotConfigured`` naming the setting."""
-    adapters: list[Adapter] = []
+    context = AdapterContext(
+        tolerance_seconds=settings.webhook_timestamp_tolerance_seconds,
+        api_timeout_seconds=settings.webhook_cms_api_timeout_seconds,
+        git_target=functools.cache(lambda: _git_target(settings)))
     try:
-        if settings.webhook_github_secrets or settings.webhook_gitlab_tokens:
-            target = _git_target(settings)
-            if settings.webhook_github_secrets:
-                adapters.append(GitHubPushAdapter(_utf8(settings.webhook_github_secrets), target))
-            if settings.webhook_gitlab_tokens:
-                adapters.append(GitLabPushAdapter(_utf8(settings.webhook_gitlab_tokens), target))
-        if settings.webhook_standard_secrets:
-            keys = [decode_secret(s.get_secret_value()) for s in settings.webhook_standard_secrets]
-            adapters.append(StandardWebhooksAdapter(
-                keys, tolerance_seconds=settings.webhook_timestamp_tolerance_seconds))
-        adapters += cms_adapters(settings)
+        return [spec.factory(adapter_section(settings, spec), context)
+                for spec in configured_adapters(settings, specs)]
     except ValueError as exc:
         raise WebhookNotConfigured(str(exc)) from exc
-    return adapters
 
 
-def webhook_routes(settings: Settings) -> list[str]:
+def webhook_routes(settings: Settings, specs: Sequence[AdapterSpec] = ADAPTERS) -> list[str]:
     """The POST routes the receiver serves with these settings."""
     routes = [CMS_ROUTE] if settings.webhook_secrets else []
-    names = {"webhook_github_secrets": "github", "webhook_gitlab_tokens": "gitlab",
-             "webhook_standard_secrets": "standard"}
-    return routes + [f"/webhooks/{n}" for key, n in names.items()
-                     if getattr(settings, key)] + cms_routes(settings)
+    return routes + [spec.route for spec in configured_adapters(settings, specs)]
 
 
 def _git_target(settings: Settings) -> GitPushTarget:

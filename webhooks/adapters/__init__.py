@@ -8,9 +8,14 @@ with one set of statuses (docs/webhooks.md, "Adapters"):
 
 - ``github``: GitHub push (``X-Hub-Signature-256``) -> the Git source;
 - ``gitlab``: GitLab push (``X-Gitlab-Token``) -> the Git source;
-- ``standard``: our own payload through a relay, signed with Standard Webhooks.
+- ``standard``: our own payload through a relay, signed with Standard Webhooks;
+- ``contentful``, ``sanity``, ``strapi``: a CMS's own webhook -> its read API.
 
-A new CMS (Contentful, Sanity, Strapi...) is one module here with a class
-that satisfies ``Adapter``, built in ``policy_indexer/runtime/webhook.py``
-from its settings; nothing else changes.
+Each module declares itself once, as ``SPEC`` (``spec.AdapterSpec``: its name,
+its settings section ``webhook_<name>_*``, its factory and, if a sender can be
+imitated, its signer), and ``registry.ADAPTERS`` lists every ``SPEC``. A new
+CMS is one module here with a class that satisfies ``Adapter`` and its
+``SPEC``, its entry in ``registry.ADAPTERS`` and its settings in
+``policy_indexer/settings.py``; the route, the on/off rule and the messages
+that list the adapters' settings follow from the registry.
 """

@@ -37,6 +37,7 @@ from webhooks.adapters.richtext import (
     portable_text_to_markdown,
     strapi_blocks_to_markdown,
 )
+from webhooks.adapters.spec import AdapterContext, AdapterSection
 
 
 @dataclass(frozen=True)
@@ -224,3 +225,17 @@ class DeliveryApi:
 
     def close(self) -> None:
         self._client.close()
+
+
+def section_mapping(section: AdapterSection) -> FieldMapping:
+    """The field mapping of an adapter's ``fields`` setting, errors naming that setting."""
+    return FieldMapping.from_settings(section.env("fields"), section["fields"])
+
+
+def section_api(cms: str, section: AdapterSection, context: AdapterContext) -> DeliveryApi | None:
+    """The CMS's read API of an adapter's ``api_url`` and ``api_token``; None without a URL."""
+    url: str | None = section["api_url"]
+    if url is None:
+        return None
+    return DeliveryApi(cms, url, token=section.secret("api_token"),
+                       timeout_seconds=context.api_timeout_seconds)

@@ -64,8 +64,11 @@ from webhooks.adapters.cms_common import (
     epoch_ms,
     from_ms,
     lookup,
+    section_api,
+    section_mapping,
 )
 from webhooks.adapters.json_body import json_object
+from webhooks.adapters.spec import AdapterContext, AdapterSection, AdapterSpec
 from webhooks.config import TIMESTAMP_TOLERANCE_SECONDS
 
 SIGNATURE_HEADER = "x-contentful-signature"
@@ -223,3 +226,14 @@ class ContentfulAdapter:
             raise SourceUnavailable("the Contentful Delivery API's entry has no fields",
                                     reason="contentful")
         return answer
+
+
+def _from_settings(section: AdapterSection, context: AdapterContext) -> ContentfulAdapter:
+    return ContentfulAdapter(
+        section.plain("secrets"), signed_path=section["signed_path"],
+        mapping=section_mapping(section), locale=section["locale"],
+        content_types=section["content_types"], api=section_api("contentful", section, context),
+        tolerance_seconds=context.tolerance_seconds)
+
+
+SPEC = AdapterSpec("contentful", "secrets", _from_settings)

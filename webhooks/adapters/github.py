@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import uuid
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -35,6 +36,7 @@ from webhooks.adapters.base import (
     required_header,
 )
 from webhooks.adapters.git_push import GitPushTarget
+from webhooks.adapters.spec import AdapterContext, AdapterSection, AdapterSpec
 
 SIGNATURE_HEADER = "X-Hub-Signature-256"
 EVENT_HEADER = "X-GitHub-Event"
@@ -90,3 +92,15 @@ class GitHubPushAdapter:
         push = parse_json(GitHubPush, request.body)
         return self._target.apply(push.repository.full_name, push.ref, push.after, publisher)
 
+
+def _from_settings(section: AdapterSection, context: AdapterContext) -> GitHubPushAdapter:
+    target = context.git_target()  # a missing Git source is said before a bad secret
+    return GitHubPushAdapter(section.utf8("secrets"), target)
+
+
+def _signed_headers(secret: str, body: bytes, event: str, now: float) -> dict[str, str]:
+    return {SIGNATURE_HEADER: sign(secret.encode(), body), EVENT_HEADER: event,
+            "X-GitHub-Delivery": str(uuid.uuid4())}
+
+
+SPEC = AdapterSpec("github", "secrets", _from_settings, sign=_signed_headers)

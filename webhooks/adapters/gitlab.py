@@ -33,6 +33,7 @@ from webhooks.adapters.base import (
     required_header,
 )
 from webhooks.adapters.git_push import GitPushTarget
+from webhooks.adapters.spec import AdapterContext, AdapterSection, AdapterSpec
 
 TOKEN_HEADER = "X-Gitlab-Token"  # noqa: S105 (a header name)
 EVENT_HEADER = "X-Gitlab-Event"
@@ -73,3 +74,15 @@ class GitLabPushAdapter:
         push = parse_json(GitLabPush, request.body)
         return self._target.apply(push.project.path_with_namespace, push.ref, push.after,
                                   publisher)
+
+
+def _from_settings(section: AdapterSection, context: AdapterContext) -> GitLabPushAdapter:
+    target = context.git_target()  # a missing Git source is said before a bad token
+    return GitLabPushAdapter(section.utf8("tokens"), target)
+
+
+def _signed_headers(secret: str, body: bytes, event: str, now: float) -> dict[str, str]:
+    return {TOKEN_HEADER: secret, EVENT_HEADER: "Push Hook" if event == "push" else event}
+
+
+SPEC = AdapterSpec("gitlab", "tokens", _from_settings, sign=_signed_headers)

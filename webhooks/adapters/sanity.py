@@ -64,8 +64,11 @@ from webhooks.adapters.cms_common import (
     epoch_ms,
     from_ms,
     lookup,
+    section_api,
+    section_mapping,
 )
 from webhooks.adapters.json_body import json_object
+from webhooks.adapters.spec import AdapterContext, AdapterSection, AdapterSpec
 from webhooks.config import TIMESTAMP_TOLERANCE_SECONDS
 
 SIGNATURE_HEADER = "sanity-webhook-signature"
@@ -197,3 +200,13 @@ def _operation(body: dict[str, Any], from_header: str | None) -> str:
     if operation is None:
         raise InvalidPayload(f"no {OPERATION_HEADER} header (create, update or delete)")
     return operation
+
+
+def _from_settings(section: AdapterSection, context: AdapterContext) -> SanityAdapter:
+    return SanityAdapter(
+        section.plain("secrets"), mapping=section_mapping(section),
+        api=section_api("sanity", section, context), dataset=section["dataset"],
+        tolerance_seconds=context.tolerance_seconds)
+
+
+SPEC = AdapterSpec("sanity", "secrets", _from_settings)

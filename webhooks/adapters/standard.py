@@ -34,6 +34,7 @@ import hashlib
 import hmac
 import re
 import threading
+import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -53,6 +54,7 @@ from webhooks.adapters.base import (
     matches_any,
     parse_json,
 )
+from webhooks.adapters.spec import AdapterContext, AdapterSection, AdapterSpec
 from webhooks.config import TIMESTAMP_TOLERANCE_SECONDS
 from webhooks.payload import WebhookPayload
 
@@ -153,3 +155,18 @@ class StandardWebhooksAdapter:
         with self._lock:
             self._accepted[msg_id] = float(request.headers[TIMESTAMP_HEADER])
         return Accepted((event,))
+
+
+def _from_settings(section: AdapterSection, context: AdapterContext) -> StandardWebhooksAdapter:
+    keys = [decode_secret(secret) for secret in section.plain("secrets")]
+    return StandardWebhooksAdapter(keys, tolerance_seconds=context.tolerance_seconds)
+
+
+def _signed_headers(secret: str, body: bytes, event: str, now: float) -> dict[str, str]:
+    key = decode_secret(secret)
+    msg_id = f"msg_{uuid.uuid4().hex}"
+    return {ID_HEADER: msg_id, TIMESTAMP_HEADER: str(int(now)),
+            SIGNATURE_HEADER: sign(key, msg_id, int(now), body)}
+
+
+SPEC = AdapterSpec("standard", "secrets", _from_settings, sign=_signed_headers)

@@ -57,8 +57,11 @@ from webhooks.adapters.cms_common import (
     epoch_ms,
     from_ms,
     lookup,
+    section_api,
+    section_mapping,
 )
 from webhooks.adapters.json_body import json_object
+from webhooks.adapters.spec import AdapterContext, AdapterSection, AdapterSpec
 
 AUTH_HEADER = "Authorization"
 _UPSERT = {"entry.publish"}
@@ -162,3 +165,12 @@ def _latest(stamps: Sequence[int | None], required: str) -> int:
     """The latest of the stamps present; 422 naming ``required`` when there is none."""
     present = [s for s in stamps if s is not None]
     return max(present) if present else epoch_ms(None, required)
+
+
+def _from_settings(section: AdapterSection, context: AdapterContext) -> StrapiAdapter:
+    return StrapiAdapter(
+        section.utf8("tokens"), mapping=section_mapping(section),
+        api=section_api("strapi", section, context), api_paths=section["api_paths"])
+
+
+SPEC = AdapterSpec("strapi", "tokens", _from_settings)

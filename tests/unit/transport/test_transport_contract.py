@@ -25,6 +25,7 @@ from support.transports import (
     kafka_transport,
     subscribed,
 )
+from support.waiting import wait_until
 
 from consumers.dead_letter import DeadLetter
 from events.model import Action, ChangeEvent
@@ -129,12 +130,15 @@ def test_the_assignment_is_announced_before_any_record_of_it(
     rebalances = Rebalances()
     consumer = rebalances.subscribe(transport.new_consumer())
     got: list[Delivery] = []
+
+    def poll() -> list[Delivery]:
+        batch = consumer.poll(100, 0.5)
+        assert {d.source for d in batch} <= rebalances.assigned()
+        got.extend(batch)
+        return got
+
     try:
-        deadline = time.monotonic() + transport.first_poll_s
-        while len(got) < 4 and time.monotonic() < deadline:
-            batch = consumer.poll(100, 0.5)
-            assert {d.source for d in batch} <= rebalances.assigned()
-            got.extend(batch)
+        wait_until(poll, transport.first_poll_s, "the 4 records", accept=lambda g: len(g) >= 4)
         assert len(got) == 4
         assert rebalances.assigned() == consumer.assignment() == transport.partitions
         assert consumer.unreachable() is None
@@ -196,12 +200,15 @@ def test_a_member_joining_takes_partitions_after_the_revoke_callback_committed_t
         assert first.assignment() == transport.partitions
         second = subscribed(transport.new_consumer())
         try:
-            deadline = time.monotonic() + transport.first_poll_s
             late: list[Delivery] = []
-            while not (second.assignment() and first.assignment()):
-                assert time.monotonic() < deadline, "no rebalance between the two members"
+
+            def both_polled() -> tuple[frozenset[Partition], frozenset[Partition]]:
                 assert first.poll(100, 0.2) == []
                 late.extend(second.poll(100, 0.2))
+                return first.assignment(), second.assignment()
+
+            wait_until(both_polled, transport.first_poll_s,
+                       "a rebalance between the two members", accept=all)
             assert any(revoked), "the first member was never told what it lost"
             assert first.assignment() | second.assignment() == transport.partitions
             assert not first.assignment() & second.assignment()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -10,6 +9,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from events.model import ChangeEvent
+from support.waiting import wait_until
 from transport.kafka import KAFKA_MAX_MESSAGE_BYTES
 
 # Kafka's default max.message.bytes (~1 MB) would refuse the 5 MB document.
@@ -49,12 +49,18 @@ def read_topic(bootstrap: str, topic: str) -> list[tuple[bytes, ChangeEvent]]:
         consumer.seek_to_beginning(*partitions)
         ends = consumer.end_offsets(partitions)
         records: list[tuple[bytes, ChangeEvent]] = []
-        deadline = time.monotonic() + 60
-        while any(consumer.position(tp) < ends[tp] for tp in partitions):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"could not read {topic} up to its end offsets {ends}")
-            for batch in consumer.poll(timeout_ms=1000).values():
-                records.extend((r.key, ChangeEvent.from_json_bytes(r.value)) for r in batch)
+
+        def left_to_read() -> dict[int, int]:
+            """Records still to read by partition (before this call's poll, if any)."""
+            left = {tp.partition: ends[tp] - consumer.position(tp) for tp in partitions
+                    if consumer.position(tp) < ends[tp]}
+            if left:
+                for batch in consumer.poll(timeout_ms=1000).values():
+                    records.extend((r.key, ChangeEvent.from_json_bytes(r.value)) for r in batch)
+            return left
+
+        wait_until(left_to_read, 60, f"{topic} read up to its end offsets {ends}",
+                   accept=lambda left: not left)
         return records
     finally:
         consumer.close()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from store.base import Store
 from store.elasticsearch import ElasticsearchStore
 from support.kafka_admin import delete_topics
 from support.kafka_helpers import publish_events, read_all, wait_for_lag_zero
+from support.waiting import wait_until
 from transport.kafka import ProducerPolicy, ensure_topics
 from transport.kafka_consumer import KafkaEventConsumer
 from transport.kafka_producer import KafkaSender
@@ -61,11 +61,12 @@ def embedded_pipeline(request: pytest.FixtureRequest) -> Iterator[PipelineUnderT
         ])
 
     def wait_caught_up() -> None:
-        deadline = time.monotonic() + 120
-        while queue.pending(topic):
-            assert worker.alive(), f"the worker died: {worker.error!r}"
-            assert time.monotonic() < deadline, f"{queue.pending(topic)} events still queued"
-            time.sleep(0.05)
+        def pending() -> int:
+            left = queue.pending(topic)
+            assert not left or worker.alive(), f"the worker died: {worker.error!r}"
+            return left
+
+        wait_until(pending, 120, "every queued event to be committed", accept=lambda n: n == 0)
 
     def reasons(_expect: int) -> list[tuple[bytes | None, str]]:
         return [(d.key, d.reason) for d in queue.dead_letters(topic)]

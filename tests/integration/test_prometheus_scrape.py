@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 from devservices.config import Config
 from devservices.services import prometheus_config_text
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
+from support.waiting import wait_until
 
 pytestmark = pytest.mark.services
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -42,14 +42,9 @@ def test_prometheus_scrapes_a_metrics_endpoint(
         json.dumps([{"targets": [f"127.0.0.1:{port}"], "labels": {"test": unique}}])
     )
     try:
-        deadline = time.monotonic() + 45
-        up: list[dict[str, object]] = []
-        while time.monotonic() < deadline:
-            up = query(prometheus_url, f'up{{test="{unique}"}}')
-            if up and up[0]["value"][1] == "1":  # type: ignore[index]
-                break
-            time.sleep(1)
-        assert up and up[0]["value"][1] == "1", up  # type: ignore[index]
+        wait_until(lambda: query(prometheus_url, f'up{{test="{unique}"}}'), 45,
+                   "Prometheus to scrape the test's target as up", every_s=1,
+                   accept=lambda up: up and up[0]["value"][1] == "1")  # type: ignore[index]
         value = query(prometheus_url, f'policy_indexer_selftest_value{{test="{unique}"}}')
         assert value[0]["value"][1] == "42", value  # type: ignore[index]
     finally:

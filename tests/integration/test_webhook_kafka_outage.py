@@ -16,6 +16,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from support.kafka_topics import MAX_MESSAGE_BYTES, read_topic, temporary_topic
 from support.own_broker import OwnBroker
+from support.waiting import wait_until
 from support.webhooks import SECRET, encode, payload
 
 from transport.kafka_producer import KafkaEventPublisher, KafkaPublisherConfig
@@ -70,10 +71,9 @@ def test_kafka_down_means_503_and_nothing_published_then_the_same_requests_succe
             # Nothing of the refused requests reached Kafka, not even later on its own.
             assert [e.event_id for _, e in read_topic(bootstrap, unique)] == [before["event_id"]]
 
-            deadline = time.monotonic() + 60
-            while httpx.get(f"{server.url}/readyz", timeout=10).status_code != 200:
-                assert time.monotonic() < deadline, "the receiver never became ready again"
-                time.sleep(0.5)
+            wait_until(lambda: httpx.get(f"{server.url}/readyz", timeout=10).status_code, 60,
+                       "the receiver to be ready again", every_s=0.5,
+                       accept=lambda code: code == 200)
             for data in during:  # the CMS retries the same events
                 response = _post(server.url, data)
                 assert response.status_code == 202, response.text

@@ -12,7 +12,6 @@ import random
 import signal
 import sqlite3
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -147,22 +146,23 @@ def test_sigkill_from_outside_mid_replay_then_again_gives_the_same_index(
     with errors.open("w") as err:
         proc = subprocess.Popen([CLI, "replay", str(log)], env=env, stdout=subprocess.DEVNULL,
                                 stderr=err)
+
+    def queued() -> int | None:
+        assert proc.poll() is None, f"the replay ended first: {errors.read_text()[-2000:]}"
+        if not (data / "queue.sqlite3").exists():
+            return None
+        with contextlib.closing(sqlite3.connect(data / "queue.sqlite3")) as conn:
+            left: int = conn.execute("SELECT count(*) FROM queue_records").fetchone()[0]
+        return left
+
     try:
-        deadline = time.monotonic() + 60
-        left = None
-        while time.monotonic() < deadline and proc.poll() is None:
-            if (data / "queue.sqlite3").exists():
-                with contextlib.closing(sqlite3.connect(data / "queue.sqlite3")) as conn, \
-                        contextlib.suppress(sqlite3.OperationalError):  # not created yet
-                    left = conn.execute("SELECT count(*) FROM queue_records").fetchone()[0]
-                if left is not None and 0 < left <= 300:
-                    break
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGKILL)
+        wait_until(queued, 60, "the replay's queue to be down to 1-300 records", every_s=0.02,
+                   accept=lambda left: left is not None and 0 < left <= 300,
+                   retry_on=(sqlite3.OperationalError,))  # the table is not created yet
     finally:
+        proc.send_signal(signal.SIGKILL)
         proc.wait()
     assert proc.returncode == -9, errors.read_text()[-2000:]
-    assert left is not None and 0 < left <= 300
     again = replay(data, log)
     assert again.returncode == 0, again.stderr
     assert_embedded_equals(data, basecamp_expected)

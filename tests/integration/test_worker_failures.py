@@ -13,6 +13,7 @@ from support.index_equality import ExpectedIndex, assert_index_equals, expected_
 from support.kafka_admin import group_lag
 from support.kafka_helpers import publish_events, read_all, wait_for_lag_zero
 from support.tcp_proxy import TcpProxy
+from support.waiting import wait_until
 from support.workers import Pipeline, free_port, healthz
 
 from consumers.dead_letter import DeadLetter
@@ -80,10 +81,9 @@ def test_elasticsearch_gone_for_20_seconds_mid_replay_loses_nothing(  # noqa: PL
     )
     try:
         publish_events(pipeline.kafka, pipeline.topic, basecamp_events)
-        deadline = time.monotonic() + 60
-        while (lag := group_lag(pipeline.kafka, pipeline.group, pipeline.topic)) in (None, 362):
-            assert time.monotonic() < deadline, "the worker never started"
-            time.sleep(0.2)
+        lag = wait_until(lambda: group_lag(pipeline.kafka, pipeline.group, pipeline.topic), 60,
+                         "the worker to commit its first changes", every_s=0.2,
+                         accept=lambda n: n not in (None, 362))
         es_proxy.cut()
         cut_at = time.monotonic()
         statuses = set()
@@ -172,14 +172,14 @@ def test_sigterm_while_backing_off_exits_promptly_and_a_restart_finishes(
     )
     try:
         publish_events(pipeline.kafka, pipeline.topic, basecamp_events)
-        deadline = time.monotonic() + 60
-        while group_lag(pipeline.kafka, pipeline.group, pipeline.topic) in (None, 362):
-            assert time.monotonic() < deadline, "the worker never started"
-            time.sleep(0.2)
+        started = time.monotonic()  # both waits share one 60 s budget
+        wait_until(lambda: group_lag(pipeline.kafka, pipeline.group, pipeline.topic), 60,
+                   "the worker to commit its first changes", every_s=0.2,
+                   accept=lambda n: n not in (None, 362))
         es_proxy.cut()
-        while healthz(port)["status"] != "retrying":
-            assert time.monotonic() < deadline, "the worker never noticed the outage"
-            time.sleep(0.2)
+        wait_until(lambda: healthz(port)["status"], 60 - (time.monotonic() - started),
+                   "the worker to notice the outage", every_s=0.2,
+                   accept=lambda status: status == "retrying")
         assert worker.stop(timeout_s=15) == 0  # stops waiting at once, commits what is done
     finally:
         worker.kill()

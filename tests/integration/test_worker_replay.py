@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import random
-import time
 from pathlib import Path
 
 import pytest
 from support.index_equality import ExpectedIndex, assert_index_equals
 from support.kafka_admin import group_lag
 from support.kafka_helpers import publish_events, read_all, wait_for_lag_zero
+from support.waiting import wait_until
 from support.workers import Pipeline, Worker
 
 from events.model import ChangeEvent
@@ -73,9 +73,13 @@ def test_workers_joining_and_leaving_mid_replay_give_the_same_state(
     second: Worker | None = None
     try:
         publish_events(pipeline.kafka, pipeline.topic, thirds[0])
-        while group_lag(pipeline.kafka, pipeline.group, pipeline.topic) in (None, 120):
+
+        def lag() -> int | None:
             alive([first])
-            time.sleep(0.2)
+            return group_lag(pipeline.kafka, pipeline.group, pipeline.topic)
+
+        wait_until(lag, 60, "the first worker to commit part of the first third", every_s=0.2,
+                   accept=lambda n: n not in (None, 120))
         second = pipeline.start_worker(tmp_path, commit_every_records="10")  # joins: rebalance
         publish_events(pipeline.kafka, pipeline.topic, thirds[1])
         lag_when_leaving = group_lag(pipeline.kafka, pipeline.group, pipeline.topic)

@@ -91,18 +91,14 @@ def library(check_qa: ModuleType, final: dict[str, str]) -> Any:
     return check_qa.Library(final, {})
 
 
-@pytest.mark.parametrize("lang", sorted(LANGUAGES))
-def test_every_row_passes_the_validators_row_checks(
-    check_qa: ModuleType, library: Any, lang: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The one Basecamp-specific row rule: ids here are moz-<lang>-NN.
-    monkeypatch.setattr(check_qa, "ID_RE", re.compile(rf"moz-{lang}-\d{{2,}}"))
+def row_checks(check_qa: ModuleType, library: Any, rows: list[dict[str, Any]],
+               file_name: str) -> tuple[list[str], list[str], Any]:
+    """The validator's check of every row, and no id used twice: (errors, warnings, tally)."""
     errors: list[str] = []
     warnings: list[str] = []
     tally = check_qa.Tally()
-    rows = read_rows(lang)
     for n, row in enumerate(rows, 1):
-        where = f"{qa_file(lang).name} line {n} ({row.get('id')})"
+        where = f"{file_name} line {n} ({row.get('id')})"
         check_qa.check_row(
             library,
             row,
@@ -112,6 +108,17 @@ def test_every_row_passes_the_validators_row_checks(
         )
     ids = collections.Counter(row["id"] for row in rows)
     errors += [f"id {i!r} is used {c} times" for i, c in ids.items() if c > 1]
+    return errors, warnings, tally
+
+
+@pytest.mark.parametrize("lang", sorted(LANGUAGES))
+def test_every_row_passes_the_validators_row_checks(
+    check_qa: ModuleType, library: Any, lang: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The one Basecamp-specific row rule: ids here are moz-<lang>-NN.
+    monkeypatch.setattr(check_qa, "ID_RE", re.compile(rf"moz-{lang}-\d{{2,}}"))
+    rows = read_rows(lang)
+    errors, warnings, tally = row_checks(check_qa, library, rows, qa_file(lang).name)
     # The set-level rules at this set's size; the low-overlap share is the validator's.
     monkeypatch.setattr(check_qa, "MIN_ANSWERABLE", MIN_ANSWERABLE)
     monkeypatch.setattr(check_qa, "MIN_DOCS", MIN_DOCUMENTS)
@@ -247,21 +254,8 @@ def test_legalmattic_rows_pass_the_validators_checks(
 ) -> None:
     monkeypatch.setattr(check_qa, "ID_RE", re.compile(r"lm\d{2,}"))
     library = check_qa.Library(legalmattic_final, {})
-    errors: list[str] = []
-    warnings: list[str] = []
-    tally = check_qa.Tally()
     rows = legalmattic_rows()
-    for n, row in enumerate(rows, 1):
-        where = f"{LEGALMATTIC_QA.name} line {n} ({row.get('id')})"
-        check_qa.check_row(
-            library,
-            row,
-            tally,
-            err=lambda msg, where=where: errors.append(f"{where}: {msg}"),
-            warn=lambda msg, where=where: warnings.append(f"{where}: {msg}"),
-        )
-    ids = collections.Counter(row["id"] for row in rows)
-    errors += [f"id {i!r} is used {c} times" for i, c in ids.items() if c > 1]
+    errors, warnings, tally = row_checks(check_qa, library, rows, LEGALMATTIC_QA.name)
     questions = collections.Counter(row["question"].strip().lower() for row in rows)
     errors += [f"question repeated: {q!r}" for q, c in questions.items() if c > 1]
     monkeypatch.setattr(check_qa, "MIN_DOCS", LEGALMATTIC_DOCUMENTS)

@@ -38,18 +38,23 @@ def _recv_exact(sock: socket.socket, size: int) -> bytes:
 
 def kafka_ready(host: str, port: int) -> bool:
     """The broker answers a Metadata request (v4) and names at least one broker."""
+    return kafka_brokers(host, port) > 0
+
+
+def kafka_brokers(host: str, port: int) -> int:
+    """How many brokers the broker on ``port`` names in a Metadata answer (0: no answer)."""
     try:
         with socket.create_connection((host, port), timeout=2.0) as sock:
             sock.settimeout(3.0)
             # Metadata v4: topics = null (all), allow_auto_topic_creation = false.
             response = _kafka_request(sock, 3, 4, struct.pack(">ib", -1, 0))
     except OSError:
-        return False
+        return 0
     # correlation_id (int32), throttle_time_ms (int32), brokers array length (int32)
     if len(response) < 12:
-        return False
+        return 0
     _corr, _throttle, brokers = struct.unpack(">iii", response[:12])
-    return brokers > 0
+    return max(0, brokers)
 
 
 def http_json(url: str, timeout: float = 3.0) -> object:

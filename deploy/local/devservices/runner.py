@@ -6,7 +6,7 @@ import contextlib
 import fcntl
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from devservices import health, process
@@ -17,8 +17,18 @@ __all__ = ["Runner", "ServiceError"]
 
 
 class Runner:
-    def __init__(self, cfg: Config) -> None:
+    """``services`` and ``port_of`` default to the single-node services of ``cfg``; the
+    replicated cluster (``devservices.cluster``) passes its own nodes and ports."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        services: Mapping[str, Service] | None = None,
+        port_of: Callable[[str], int] | None = None,
+    ) -> None:
         self.cfg = cfg
+        self.services = dict(SERVICES if services is None else services)
+        self.port_of = cfg.port_of if port_of is None else port_of
 
     def _pid_file(self, name: str) -> Path:
         return self.cfg.state_dir / name / f"{name}.pid"
@@ -40,7 +50,7 @@ class Runner:
 
     def _listener(self, service: Service) -> tuple[int, bool] | None:
         """The process listening on the service's port, and whether it is ours."""
-        pid = process.listener(self.cfg.port_of(service.name))
+        pid = process.listener(self.port_of(service.name))
         return None if pid is None else (pid, self._owned(pid, service))
 
     @contextlib.contextmanager
@@ -64,53 +74,70 @@ class Runner:
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
-    def up(self, names: list[str]) -> None:
+    def up(self, names: list[str], *, together: bool = False) -> None:
+        """Start each service and wait until it is healthy, one after the other; with
+        ``together``, start them all first and then wait for each (the nodes of a quorum
+        are healthy only once a majority of them runs)."""
         with self._locked():
-            for name in names:
-                self._up_one(SERVICES[name])
+            if not together:
+                for name in names:
+                    self._up_one(self.services[name])
+                return
+            pending = [(self.services[n], self._start_one(self.services[n])) for n in names]
+            for service, started in pending:
+                if started is not None:
+                    self._finish_one(service, *started)
 
     def _up_one(self, service: Service) -> None:
+        started = self._start_one(service)
+        if started is not None:
+            self._finish_one(service, *started)
+
+    def _finish_one(self, service: Service, pid: int, started_here: bool) -> None:
+        self._wait(service, pid, started_here=started_here)
+        if started_here:
+            self._check_listener_is(service, pid)
+        print(f"{service.name}: ready on {self.cfg.host}:{self.port_of(service.name)}",
+              flush=True)
+
+    def _start_one(self, service: Service) -> tuple[int, bool] | None:
+        """Start ``service`` unless it runs; (pid, started here) to wait for, or None when it
+        is already healthy."""
         cfg, name = self.cfg, service.name
-        port = cfg.port_of(name)
+        port = self.port_of(name)
         pid = self._running_pid(service)
         if pid is not None:
             if service.ready(cfg):
                 print(f"{name}: already running (pid {pid}) on {cfg.host}:{port}")
-                return
+                return None
             print(f"{name}: started earlier (pid {pid}), waiting until healthy")
-            self._wait(service, pid, started_here=False)
-            print(f"{name}: ready on {cfg.host}:{port}", flush=True)
-            return
-        else:
-            found = self._listener(service)
-            if found is not None and found[1]:
-                # Ours (started from this state folder) though the pid file lost it: adopt it.
-                leader = process.group_of(found[0]) or found[0]
-                self._pid_file(name).write_text(f"{leader}\n")
-                print(f"{name}: already running (pid {leader}, the pid file named another; "
-                      f"adopted) on {cfg.host}:{port}")
-                self._wait(service, leader, started_here=False)
-                return
-            if health.port_open(cfg.host, port):
-                raise ServiceError(
-                    f"{name}: port {cfg.host}:{port} is already taken by a process this "
-                    f"runner did not start; stop it or choose another port "
-                    f"(POLICY_INDEXER_LOCAL_{_env_name(name)}_PORT)"
-                )
-            print(f"{name}: preparing (cached downloads in {cfg.cache_dir})", flush=True)
-            launch = service.prepare(cfg)
-            pid = process.start(
-                launch.argv,
-                env=launch.env,
-                cwd=launch.cwd,
-                log_file=self._log_file(name),
-                pid_file=self._pid_file(name),
-                user=launch.user,
+            return pid, False
+        found = self._listener(service)
+        if found is not None and found[1]:
+            # Ours (started from this state folder) though the pid file lost it: adopt it.
+            leader = process.group_of(found[0]) or found[0]
+            self._pid_file(name).write_text(f"{leader}\n")
+            print(f"{name}: already running (pid {leader}, the pid file named another; "
+                  f"adopted) on {cfg.host}:{port}")
+            return leader, False
+        if health.port_open(cfg.host, port):
+            raise ServiceError(
+                f"{name}: port {cfg.host}:{port} is already taken by a process this "
+                f"runner did not start; stop it or choose another port "
+                f"(POLICY_INDEXER_LOCAL_{_env_name(name)}_PORT)"
             )
-            print(f"{name}: started (pid {pid}), waiting until healthy", flush=True)
-        self._wait(service, pid, started_here=True)
-        self._check_listener_is(service, pid)
-        print(f"{name}: ready on {cfg.host}:{port}", flush=True)
+        print(f"{name}: preparing (cached downloads in {cfg.cache_dir})", flush=True)
+        launch = service.prepare(cfg)
+        pid = process.start(
+            launch.argv,
+            env=launch.env,
+            cwd=launch.cwd,
+            log_file=self._log_file(name),
+            pid_file=self._pid_file(name),
+            user=launch.user,
+        )
+        print(f"{name}: started (pid {pid}), waiting until healthy", flush=True)
+        return pid, True
 
     def _check_listener_is(self, service: Service, pid: int) -> None:
         """The healthy answer came from the process just started, not another on the port."""
@@ -120,7 +147,7 @@ class Runner:
         holder = found[0]
         process.stop(self._pid_file(service.name), service.marker)
         raise ServiceError(
-            f"{service.name}: port {self.cfg.host}:{self.cfg.port_of(service.name)} was taken "
+            f"{service.name}: port {self.cfg.host}:{self.port_of(service.name)} was taken "
             f"by pid {holder} ({process.cmdline(holder)[:200]}) while pid {pid} started; "
             f"stopped pid {pid}"
         )
@@ -146,7 +173,7 @@ class Runner:
     def down(self, names: list[str]) -> None:
         with self._locked():
             for name in names:
-                self._down_one(SERVICES[name])
+                self._down_one(self.services[name])
 
     def _down_one(self, service: Service) -> None:
         """Stop what the pid file names, then any process of ours still on the port."""
@@ -162,7 +189,7 @@ class Runner:
             pid, ours = found
             if not ours:
                 print(
-                    f"{name}: {cfg.host}:{cfg.port_of(name)} is held by pid {pid} "
+                    f"{name}: {cfg.host}:{self.port_of(name)} is held by pid {pid} "
                     f"({process.cmdline(pid)[:200]}), which was not started from "
                     f"{cfg.state_dir}: left alone",
                     file=sys.stderr,
@@ -171,7 +198,7 @@ class Runner:
             leader = process.group_of(pid) or pid
             process.stop_group(leader, service.marker, also=pid)
             stopped = True
-            print(f"{name}: stopped (pid {leader}, listening on {cfg.host}:{cfg.port_of(name)}; "
+            print(f"{name}: stopped (pid {leader}, listening on {cfg.host}:{self.port_of(name)}; "
                   f"the pid file named {named if named is not None else 'none'})")
         if not stopped:
             print(f"{name}: not running")
@@ -179,7 +206,7 @@ class Runner:
     def status(self) -> int:
         """Print one line per service; return 0 when every service is up and healthy."""
         worst = 0
-        for name, service in SERVICES.items():
+        for name, service in self.services.items():
             pid = self._running_pid(service)
             found = self._listener(service) if pid is None else None
             if found is not None:
@@ -191,7 +218,7 @@ class Runner:
                 state = f"healthy (pid {pid})"
             else:
                 state, worst = f"running, not healthy (pid {pid})", 1
-            print(f"{name:14} {self.cfg.host}:{self.cfg.port_of(name):<6} {state}")
+            print(f"{name:14} {self.cfg.host}:{self.port_of(name):<6} {state}")
         print(f"state: {self.cfg.state_dir}  cache: {self.cfg.cache_dir}")
         return worst
 

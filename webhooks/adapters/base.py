@@ -34,6 +34,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from events.model import ChangeEvent
+from foundation.http.edge import InvalidJson, validate_json
 from foundation.validation import field_errors
 from transport.publisher import EventPublisher
 
@@ -164,11 +165,11 @@ def parse_json(model: type[M], body: bytes) -> M:
     The errors name the field, never its value (it may be document content).
     """
     try:
-        return model.model_validate_json(body)
+        return validate_json(model, body)
+    except InvalidJson as exc:
+        raise MalformedBody(str(exc)) from exc
     except ValidationError as exc:
         errors = field_errors(exc)
-        if any(e["type"] == "json_invalid" for e in errors):
-            raise MalformedBody(f"body is not valid JSON: {errors[0]['msg']}") from exc
         if errors and errors[0]["type"] == "model_type" and not errors[0]["loc"]:
             raise MalformedBody("body is JSON but not an object") from exc
         raise InvalidPayload(f"{len(errors)} field error(s) in the payload",

@@ -9,7 +9,8 @@
 5. answered: ``Accepted`` → 202 with the event count; ``Ignored`` → 202 ``ignored``;
    a publish that failed → 503 + Retry-After (the CMS retries; redelivery is harmless)
 
-The body is read before the signature is checked because every scheme here
+Steps 1 and 2 are ``foundation.http.edge``'s, as for every route. The body is
+read before the signature is checked because every scheme here
 signs the body (or, for GitLab, is a token the size limit still protects).
 Logs carry the adapter, the status and event counts; never the body, a
 header value or a secret.
@@ -20,19 +21,21 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import anyio
 import structlog
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 
 from events.model import ChangeEvent
+from foundation.http.edge import checked_body
 from transport.publisher import EventPublisher, PublishError
 from webhooks.adapters.base import Accepted, Adapter, AdapterError, OwnedElsewhere, WebhookRequest
 from webhooks.config import MAX_BODY_BYTES
 from webhooks.metrics import WebhookMetrics
 from webhooks.owners import OwnerLookup, conflict
-from webhooks.receiver import read_body, refuse, unread
+from webhooks.receiver import refuse
 
 log = structlog.get_logger(__name__)
 
@@ -55,16 +58,11 @@ class AdapterEndpoint:
         self._limits = limits
         self._clock = clock
 
-    async def handle(self, request: Request) -> JSONResponse:
-        content_type = request.headers.get("content-type")
-        if _media_type(content_type) not in self.adapter.media_types:
-            wanted = " or ".join(sorted(self.adapter.media_types))
-            return await unread(request, refuse(
-                request, 415, "unsupported_media_type",
-                f"Content-Type={content_type!r}; send {wanted} (UTF-8)",
-                adapter=self.adapter.name))
-        body = await read_body(request, self._limits.max_body_bytes)
-        if isinstance(body, JSONResponse):
+    async def handle(self, request: Request) -> Response:
+        body = await checked_body(request, self._limits.max_body_bytes,
+                                  partial(refuse, request, adapter=self.adapter.name),
+                                  self.adapter.media_types)
+        if isinstance(body, Response):
             return body
         self._metrics.payload_bytes.observe(len(body))
         incoming = WebhookRequest({k.lower(): v for k, v in request.headers.items()}, body,
@@ -124,13 +122,3 @@ class OwnerCheckedPublisher:
     def close(self) -> None:
         self._inner.close()
 
-
-def _media_type(content_type: str | None) -> str | None:
-    """``application/json`` of ``application/json; charset=utf-8``; None for another charset."""
-    if content_type is None:
-        return None
-    media_type, *params = (p.strip().lower() for p in content_type.split(";"))
-    charsets = [p.partition("=")[2].strip('"') for p in params if p.startswith("charset=")]
-    if not all(c in ("utf-8", "utf8") for c in charsets):
-        return None
-    return media_type

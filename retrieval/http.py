@@ -15,6 +15,7 @@ The checks run cheapest first and each refusal says what was wrong:
 2. ``Content-Type: application/json`` (UTF-8)                   → 415
 3. body size, enforced while reading                            → 413
 4. JSON object (UTF-8, at most 200 levels deep, no lone surrogate) → 400
+   (2 to 4 are ``foundation.http.edge``'s, as for every route)
 5. a valid ``SearchRequest`` (no ``labels`` field: rule 8)      → 422, naming field and value
 6. the search                                                   → 200 ``SearchResponse``, or 500
 
@@ -34,20 +35,22 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import math
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio
-import pydantic_core
 import structlog
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from foundation.http.edge import InvalidJson, checked_body, json_object, refusal, unread
+from foundation.http.routes import metrics_response, ok, probe_routes
+from foundation.validation import describe
+from foundation.validation import field_errors as validation_errors
 from retrieval.citations import CheckRequest, CitationChecker, UnknownRun
 from retrieval.credentials import Caller, Credentials, UnknownKey
 from retrieval.metrics import CitationMetrics, SearchMetrics
@@ -66,12 +69,6 @@ DEFAULT_MAX_BODY_BYTES = 16 * 1024  # a question is at most 2,000 characters
 # 50 citations, each with a quote and a claim of up to 2,000 characters
 DEFAULT_CITATIONS_BODY_BYTES = 256 * 1024
 _LABEL_FIELDS = frozenset({"labels", "access_labels", "caller_labels"})
-_MAX_SHOWN_INPUT = 120
-_DRAIN_BYTES = 64 * 1024
-
-
-class _BodyTooLarge(Exception):
-    pass
 
 
 class SearchEndpoint:
@@ -113,28 +110,14 @@ async def caller_and_body(
     object, or the refusal that says what was wrong."""
     caller = authenticate(request.headers.get("authorization"), credentials)
     if isinstance(caller, Response):
-        return await _unread(request, caller)
-    content_type = request.headers.get("content-type")
-    if not _is_json(content_type):
-        return await _unread(request, _refuse(
-            415, "unsupported_media_type",
-            f"Content-Type={content_type!r}; send application/json (UTF-8)"))
+        return await unread(request, caller)
+    body = await checked_body(request, max_body_bytes, _refuse)
+    if isinstance(body, Response):
+        return body
     try:
-        body = await _read_limited(request, max_body_bytes)
-    except _BodyTooLarge as exc:
-        return _refuse(413, "payload_too_large", str(exc), close=True)
-    except ClientDisconnect:
-        return _refuse(400, "client_disconnected", "the client left mid-body")
-    try:
-        # pydantic-core's parser: a nesting limit (200) instead of a RecursionError,
-        # and a lone surrogate (\ud800) refused, which no store could encode.
-        data = pydantic_core.from_json(body, allow_inf_nan=False)
-    except ValueError as exc:
-        return _refuse(400, "invalid_json", f"body is not valid JSON: {exc}")
-    if not isinstance(data, dict):
-        return _refuse(400, "invalid_json",
-                       f"body must be a JSON object, got {type(data).__name__}")
-    return caller, data
+        return caller, json_object(body)
+    except InvalidJson as exc:
+        return _refuse(400, "invalid_json", str(exc))
 
 
 async def caller_and_request(
@@ -253,20 +236,16 @@ def create_search_app(
     """
     metrics = metrics or SearchMetrics.create(registry)
 
-    async def healthz(_: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
-
-    async def readyz(_: Request) -> JSONResponse:
-        reason = await anyio.to_thread.run_sync(not_ready)
+    def readiness() -> tuple[int, dict[str, Any]]:
+        reason = not_ready()
         if reason is None:
-            return JSONResponse({"status": "ok"})
-        return JSONResponse({"status": "unavailable", "last_error": reason}, status_code=503)
+            return 200, {"status": "ok"}
+        return 503, {"status": "unavailable", "last_error": reason}
 
     routes = [
         *search_routes(searcher, credentials, metrics, max_body_bytes=max_body_bytes,
                        gate=gate),
-        Route("/healthz", healthz, methods=["GET"]),
-        Route("/readyz", readyz, methods=["GET"]),
+        *probe_routes(ok, readiness),
         Route(OPENAPI_ROUTE, openapi_route(citations=checker is not None), methods=["GET"]),
     ]
     if checker is not None:
@@ -306,85 +285,21 @@ def metrics_route(
             return _refuse(401, "unauthorized",
                            "/metrics needs Authorization: Bearer <the metrics token>",
                            headers=challenge)
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+        return metrics_response(registry)
 
     return metrics_endpoint
 
 
 def field_errors(exc: ValidationError) -> list[dict[str, Any]]:
-    """Each error with its field and the value sent (shortened): the caller's own input."""
-    errors = []
-    for err in exc.errors(include_url=False, include_context=False):
-        loc = [_printable(str(p)) if not isinstance(p, int) else p for p in err["loc"]]
-        message = err["msg"]
-        if err["type"] == "extra_forbidden" and loc and loc[0] in _LABEL_FIELDS:
-            message = ("labels are not accepted in the request: they come from the "
-                       "caller's API key")
-        errors.append({"loc": loc, "msg": message, "type": err["type"],
-                       "input": _shorten(err.get("input"))})
+    """Each error with its field and the value sent (shortened): the caller's own input.
+    Labels in the request are named as the rule they break (they come from the key)."""
+    errors = validation_errors(exc, shown_input=True)
+    for error in errors:
+        loc = error["loc"]
+        if error["type"] == "extra_forbidden" and loc and loc[0] in _LABEL_FIELDS:
+            error["msg"] = ("labels are not accepted in the request: they come from the "
+                            "caller's API key")
     return errors
-
-
-def describe(errors: list[dict[str, Any]]) -> str:
-    return "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or 'body'}={json.dumps(e['input'])}: {e['msg']}"
-        for e in errors
-    )
-
-
-def _shorten(value: Any) -> Any:
-    if isinstance(value, str):
-        value = _printable(value)
-    if isinstance(value, str) and len(value) > _MAX_SHOWN_INPUT:
-        return value[:_MAX_SHOWN_INPUT] + "..."
-    if isinstance(value, dict | list):
-        text = json.dumps(value, default=str)
-        return value if len(text) <= _MAX_SHOWN_INPUT else text[:_MAX_SHOWN_INPUT] + "..."
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)  # 1e400 parses as inf, which JSON cannot carry back
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    return _printable(str(value))[:_MAX_SHOWN_INPUT]
-
-
-def _printable(text: str) -> str:
-    """``text`` with any lone surrogate as ``\\udXXX``: an answer must encode as UTF-8."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-async def _unread(request: Request, response: Response) -> Response:
-    """Answer before the body is read: drop a small body, else close the connection.
-
-    A server that closes a connection with unread bytes resets it, and the reset
-    can destroy the answer on its way; a small body is cheaper to read.
-    """
-    try:
-        await _read_limited(request, _DRAIN_BYTES)
-    except (_BodyTooLarge, ClientDisconnect):
-        response.headers["Connection"] = "close"
-    return response
-
-
-async def _read_limited(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _BodyTooLarge(f"body is larger than {limit} bytes (Content-Length: {declared})")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise _BodyTooLarge(f"body is larger than {limit} bytes")
-    return bytes(body)
-
-
-def _is_json(content_type: str | None) -> bool:
-    if content_type is None:
-        return False
-    media_type, *params = (p.strip().lower() for p in content_type.split(";"))
-    if media_type != "application/json":
-        return False
-    charsets = [p.partition("=")[2].strip('"') for p in params if p.startswith("charset=")]
-    return all(c in ("utf-8", "utf8") for c in charsets)
 
 
 def _refuse(
@@ -394,22 +309,6 @@ def _refuse(
     *,
     errors: list[dict[str, Any]] | None = None,
     headers: dict[str, str] | None = None,
-    close: bool = False,
 ) -> JSONResponse:
     log.info("search refused", status=status, error=error, detail=detail)
-    body: dict[str, Any] = {"error": error, "detail": detail}
-    if errors is not None:
-        body["errors"] = errors
-    all_headers = dict(headers or {})
-    if close:
-        # The rest of the body is left unread: say so rather than reset mid-answer.
-        all_headers["Connection"] = "close"
-    return _AsciiJSONResponse(body, status_code=status, headers=all_headers)
-
-
-class _AsciiJSONResponse(JSONResponse):
-    """A refusal as ASCII JSON: it may echo the caller's input, lone surrogates included
-    (``\\ud800``), which UTF-8 cannot encode (a plain-text 500 otherwise)."""
-
-    def render(self, content: Any) -> bytes:
-        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    return refusal(status, error, detail, errors=errors, headers=headers)

@@ -38,11 +38,12 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from foundation.validation import describe
 from retrieval.citations import TOOL_DESCRIPTION as CHECK_TOOL_DESCRIPTION
 from retrieval.citations import TOOL_NAME as CHECK_TOOL_NAME
 from retrieval.citations import CheckRequest, CheckResponse, CitationChecker, UnknownRun
 from retrieval.credentials import Caller, Credentials, UnknownKey
-from retrieval.http import authenticate, describe, field_errors
+from retrieval.http import authenticate, field_errors
 from retrieval.metrics import CitationMetrics, SearchMetrics
 from retrieval.models import TOOL_DESCRIPTION, TOOL_NAME, SearchRequest, SearchResponse
 from retrieval.no_access import NoAccessGate

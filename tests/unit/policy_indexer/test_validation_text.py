@@ -24,7 +24,7 @@ ELSEWHERE = {
     "sources/cms.py": 1,  # the first three errors of a CMS answer, for the log
     "watcher/folder_sync.py": 1,  # the first error's message, as the skip reason
     "policy_indexer/cli.py": 1,  # settings: the variable's name, secrets masked
-    "retrieval/http.py": 1, "retrieval/eval.py": 1,  # with the value the caller sent
+    "retrieval/eval.py": 1,  # with the value the caller sent
 }
 
 

@@ -15,26 +15,23 @@ process's ``health`` function (``{"status": ..., ...}``), judged by
   older than ``POLICY_INDEXER_LIVENESS_HEARTBEAT_SECONDS`` (a stuck loop): a restart
   may help then, never for ``retrying``, which a restart would not mend.
 
-Any other path is 404, so a probe of the wrong path fails.
+Any other path is 404, so a probe of the wrong path fails. The routes and the
+server thread are ``foundation.http``'s, as for the webhook receiver and search.
 """
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    GCCollector,
-    PlatformCollector,
-    ProcessCollector,
-    generate_latest,
-)
+from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
 
 from consumers.retry import HealthState
+from foundation.http.routes import metrics_route, probe_routes
+from foundation.http.server import ServerNotStarted, ServerThread
+from policy_indexer.runtime.parts import PartError
 from policy_indexer.runtime.probes import Health, Heartbeat, ProbePolicy, Probes, no_heartbeat
 
 __all__ = ["Health", "MetricsServer", "ProbePolicy", "always_ok", "process_registry",
@@ -80,7 +77,8 @@ def worker_heartbeat(health: HealthState) -> Heartbeat:
 
 
 class MetricsServer:
-    """A small threaded HTTP server; also a ``Part`` (name, start, stop, alive, error)."""
+    """``/metrics`` and the probes served in a thread; also a ``Part`` (name, start, stop,
+    alive, error). Binding happens here: an address in use is an ``OSError`` at once."""
 
     name = "metrics server"
     error = None
@@ -88,51 +86,29 @@ class MetricsServer:
     def __init__(self, host: str, port: int, registry: CollectorRegistry,
                  health: Health = always_ok, *, policy: ProbePolicy | None = None,
                  heartbeat: Heartbeat = no_heartbeat) -> None:
-        registry_ = registry
-        probes = Probes(health, policy, heartbeat=heartbeat)
-        self.probes = probes
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                path = self.path.split("?", 1)[0]
-                if path == "/metrics":
-                    self._send(200, CONTENT_TYPE_LATEST, generate_latest(registry_))
-                elif path in ("/healthz", "/readyz"):
-                    code, body = (probes.readiness() if path == "/readyz"
-                                  else probes.liveness())
-                    self._send(code, "application/json", json.dumps(body).encode())
-                else:
-                    self._send(404, "text/plain", b"not found: /metrics, /healthz or /readyz\n")
-
-            def _send(self, code: int, ctype: str, body: bytes) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                return None
-
-        self.server = ThreadingHTTPServer((host, port), Handler)
+        self.probes = Probes(health, policy, heartbeat=heartbeat)
+        app = Starlette(
+            routes=[*probe_routes(self.probes.liveness, self.probes.readiness),
+                    metrics_route(registry)],
+            exception_handlers={404: _not_found},
+        )
+        self._server = ServerThread(app, host, port, name=self.name)
         self.host = host
-        self.thread = threading.Thread(target=self.server.serve_forever, name="metrics-server",
-                                       daemon=True)
-
-    @property
-    def port(self) -> int:
-        return int(self.server.server_address[1])
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        self.port: int = self._server.port
+        self.url = self._server.url
 
     def start(self) -> None:
-        self.thread.start()
+        try:
+            self._server.start()
+        except ServerNotStarted as exc:
+            raise PartError(f"{self.name} did not start on {self.url}") from exc
 
     def alive(self) -> bool:
-        return self.thread.is_alive()
+        return self._server.alive()
 
     def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._server.stop()
+
+
+async def _not_found(_: Request, __: Exception) -> Response:
+    return PlainTextResponse("not found: /metrics, /healthz or /readyz\n", status_code=404)

@@ -302,13 +302,7 @@ def field_errors(exc: ValidationError) -> list[dict[str, Any]]:
     return errors
 
 
-def _refuse(
-    status: int,
-    error: str,
-    detail: str,
-    *,
-    errors: list[dict[str, Any]] | None = None,
-    headers: dict[str, str] | None = None,
-) -> JSONResponse:
+def _refuse(status: int, error: str, detail: str, **options: Any) -> JSONResponse:
+    """``edge.refusal`` (``errors``, ``headers``), logged as the search's."""
     log.info("search refused", status=status, error=error, detail=detail)
-    return refusal(status, error, detail, errors=errors, headers=headers)
+    return refusal(status, error, detail, **options)

@@ -153,16 +153,11 @@ def _field_errors(
     return errors
 
 
-def refuse(
-    request: Request,
-    status: int,
-    error: str,
-    detail: str,
-    *,
-    errors: list[dict[str, Any]] | None = None,
-    headers: dict[str, str] | None = None,
-    **fields: Any,
-) -> JSONResponse:
+def refuse(request: Request, status: int, error: str, detail: str, *,
+           errors: list[dict[str, Any]] | None = None, headers: dict[str, str] | None = None,
+           **fields: Any) -> JSONResponse:
+    """``edge.refusal``, logged the webhooks' way: the client, the fields, each error's
+    location and type (never its input)."""
     client = request.client.host if request.client else None
     if errors:
         fields["field_errors"] = [(e["loc"], e["type"]) for e in errors]

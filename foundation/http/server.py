@@ -30,7 +30,6 @@ import asyncio
 import socket
 import threading
 import time
-from types import TracebackType
 from typing import Any
 
 import uvicorn
@@ -210,10 +209,5 @@ class ServerThread:
     def __enter__(self) -> ServerThread:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_: object) -> None:
         self.stop()

@@ -27,6 +27,10 @@ has no lag figure: its version is unknown, so any number would be a guess.
 It is its own status, counted apart (``policy_indexer_unreadable_documents``),
 never "behind" and never "deleted at source".
 
+Which row a document is in is the comparison's verdict (``foundation.comparison``,
+the one shared by the monitor, ``status``, the passage freshness and the reconcile);
+this module turns a verdict into a lag.
+
 A source clock ahead of ours (``changed_at`` in the future) gives lag 0 but the
 document still counts as behind; it is also counted on its own so a skewed
 clock is visible rather than hidden.
@@ -38,6 +42,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from foundation.comparison import Verdict, verdict
 from sources.base import SourceEntry
 from store.model import DocumentState
 
@@ -65,8 +70,57 @@ class DocumentLag:
         return max(0.0, (now - self.since).total_seconds())
 
 
+# What each verdict of the comparison is as lag; a verdict not here has no lag status:
+# ``absent`` (neither side holds it), ``other_owner`` and ``refused`` (each reader says
+# those its own way).
+_STATUS: dict[Verdict, LagStatus] = {
+    Verdict.CURRENT: LagStatus.CURRENT,
+    Verdict.INDEX_NEWER: LagStatus.CURRENT,
+    Verdict.TOMBSTONE_AT_LIVE_VERSION: LagStatus.CURRENT,
+    # A live version at the source's tombstone version: the index is not behind it.
+    Verdict.LIVE_AT_TOMBSTONE_VERSION: LagStatus.CURRENT,
+    # Nothing searchable on either side, whatever the tombstones' versions.
+    Verdict.NEVER_INDEXED: LagStatus.CURRENT,
+    Verdict.DELETED: LagStatus.CURRENT,
+    Verdict.MISSING: LagStatus.MISSING_FROM_INDEX,
+    Verdict.RECREATED: LagStatus.MISSING_FROM_INDEX,
+    Verdict.BEHIND: LagStatus.BEHIND,
+    Verdict.DELETED_AT_SOURCE: LagStatus.DELETED_AT_SOURCE,
+    Verdict.GONE_FROM_SOURCE: LagStatus.DELETED_AT_SOURCE,
+    Verdict.UNREADABLE: LagStatus.UNREADABLE,
+}
+
+
 def _earliest(changed_at: datetime, remembered: datetime | None) -> datetime:
     return changed_at if remembered is None else min(changed_at, remembered)
+
+
+def verdict_lag(
+    document_id: str,
+    found: Verdict,
+    source: SourceEntry | None,
+    *,
+    remembered: datetime | None = None,
+    absent_since: datetime | None = None,
+) -> DocumentLag | None:
+    """The lag of a document the comparison (``foundation.comparison``) gave ``found``;
+    None for a verdict with no lag status (``absent``, ``other_owner``, ``refused``).
+
+    ``source``: the listing's entry the verdict was made from. ``remembered``: the
+    earliest change time already seen of a source version newer than the indexed one
+    (kept by the monitor across cycles). ``absent_since``: for a document the source
+    does not list at all, when the monitor first saw it absent (the source keeps no
+    deletion time).
+    """
+    status = _STATUS.get(found)
+    if status is None:
+        return None
+    if status in (LagStatus.CURRENT, LagStatus.UNREADABLE):
+        return DocumentLag(document_id, status)
+    if source is None:  # gone from the source
+        since = absent_since if absent_since is not None else remembered
+        return DocumentLag(document_id, status, since)
+    return DocumentLag(document_id, status, _earliest(source.changed_at, remembered))
 
 
 def document_lag(
@@ -79,36 +133,9 @@ def document_lag(
 ) -> DocumentLag | None:
     """The lag of one document, or None when neither side holds it.
 
-    ``remembered``: the earliest change time already seen of a source version
-    newer than ``indexed.version`` (kept by the monitor across cycles).
-    ``absent_since``: for a document the source does not list at all, when the
-    monitor first saw it absent (the source keeps no deletion time).
+    The comparison of the two sides is ``foundation.comparison.verdict`` (every owner
+    compared); ``remembered`` and ``absent_since`` as in ``verdict_lag``.
     """
-    if source is None:
-        if indexed is None or indexed.deleted:
-            return None if indexed is None else DocumentLag(document_id, LagStatus.CURRENT)
-        since = absent_since if absent_since is not None else remembered
-        return DocumentLag(document_id, LagStatus.DELETED_AT_SOURCE, since)
-    if source.unreadable is not None:
-        return DocumentLag(document_id, LagStatus.UNREADABLE)
-    if source.deleted:
-        if indexed is None or indexed.deleted:
-            # Nothing searchable on either side, whatever the tombstones' versions.
-            return DocumentLag(document_id, LagStatus.CURRENT)
-        if indexed.version >= source.version:
-            # A live version at or above the source's tombstone: the source went
-            # back in time; the index is not behind it.
-            return DocumentLag(document_id, LagStatus.CURRENT)
-        return DocumentLag(
-            document_id,
-            LagStatus.DELETED_AT_SOURCE,
-            _earliest(source.changed_at, remembered),
-        )
-    if indexed is None:
-        return DocumentLag(
-            document_id, LagStatus.MISSING_FROM_INDEX, _earliest(source.changed_at, remembered)
-        )
-    if indexed.version >= source.version:
-        return DocumentLag(document_id, LagStatus.CURRENT)
-    status = LagStatus.MISSING_FROM_INDEX if indexed.deleted else LagStatus.BEHIND
-    return DocumentLag(document_id, status, _earliest(source.changed_at, remembered))
+    found = verdict(document_id, source, indexed)
+    return verdict_lag(document_id, found, source, remembered=remembered,
+                       absent_since=absent_since)

@@ -14,8 +14,13 @@ age counts from when it became a leftover: the state's ``indexed_at`` (the
 newer version or the tombstone was recorded then) or, for the last two kinds,
 the chunk's own ``indexed_at``.
 
+Which documents are behind, missing, deleted at the source, another source's or
+refused is the comparison's verdict (``foundation.comparison.compare``, the one
+``status``, the passage freshness and the reconcile read too); the lag arithmetic
+and its memory across cycles are ``metrics.lag`` and ``LagMemory``.
+
 One owner per document: with ``source_name``, a document whose state names another
-source (``DocumentState.owned_elsewhere``) is not compared with this listing at all:
+source (``foundation.comparison.owned_elsewhere``) is not compared with this listing at all:
 never missing, behind or deleted at this source, no lag; its chunks still count for
 leftovers, which are the index's own business. ``other_owner_documents`` counts them.
 """
@@ -29,7 +34,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from deleter.sweep import classify
-from metrics.lag import DocumentLag, LagStatus, document_lag
+from foundation.comparison import Verdict, compare
+from metrics.lag import DocumentLag, LagStatus, verdict_lag
 from sources.base import SourceEntry
 from sources.unlisted import with_unlisted
 from store.model import ChunkRef, DocumentState
@@ -103,7 +109,7 @@ def _compact(state: DocumentState) -> DocumentState:
     if state.chunk_ids or state.superseded_chunk_ids:
         # direct construction: dataclasses.replace() costs ~7x more per call
         return DocumentState(state.document_id, state.version, state.changed_at,
-                             state.indexed_at, deleted=state.deleted)
+                             state.indexed_at, deleted=state.deleted, owner=state.owner)
     return state
 
 
@@ -127,60 +133,56 @@ def measure(
     ``refused``: (document id, version) the worker refused for its content (a dead
     letter): such a source version the index lacks waits for an edit, never a lag.
     """
-    indexed: dict[str, DocumentState] = {}
-    elsewhere: set[str] = set()
-    for s in states:
-        if s.owned_elsewhere(source_name):
-            elsewhere.add(s.document_id)
-        indexed[s.document_id] = _compact(s)
+    indexed = {s.document_id: _compact(s) for s in states}
     lags: list[DocumentLag] = []
     by_status: dict[str, int] = {}
-    listed: set[str] = set()
     source_live = 0
     index_live_only = 0
     future = 0
+    elsewhere = 0
     behind, absent = memory.behind, memory.absent
     new_behind: dict[str, tuple[int, datetime]] = {}
+    new_absent: dict[str, datetime] = {}
     current: list[str] = []
     unreadable: list[tuple[str, str]] = []
-    for entry in with_unlisted(listing, indexed):  # a folder that cannot be listed: kept
-        listed.add(entry.document_id)
-        if not entry.deleted:
+    listing = with_unlisted(listing, indexed)  # a folder that cannot be listed: kept
+    for found in compare(listing, indexed, source=source_name, refused=refused):
+        document_id, entry, state = found.document_id, found.entry, found.state
+        if entry is not None and not entry.deleted:
             source_live += 1
-        if entry.document_id in elsewhere:
+        if found.verdict is Verdict.OTHER_OWNER:
+            elsewhere += 1
             continue  # another source's document: not compared with this one
+        if entry is None:  # not listed: live only in the index, or nothing to say
+            if found.verdict is not Verdict.GONE_FROM_SOURCE:
+                continue
+            index_live_only += 1
+            since = absent.get(document_id, now)
+            new_absent[document_id] = since
+            lag = verdict_lag(document_id, found.verdict, None, absent_since=since)
+            if lag is not None and lag.since is not None:
+                lags.append(lag)
+            continue
         if entry.unreadable is not None:
-            unreadable.append((entry.document_id, entry.unreadable.kind.value))
+            unreadable.append((document_id, entry.unreadable.kind.value))
             continue  # no version to compare: its own status, never a lag
         if entry.changed_at > now:
             future += 1
-        state = indexed.get(entry.document_id)
-        if ((entry.document_id, entry.version) in refused and not entry.deleted
-                and (state is None or state.version < entry.version)):
+        if found.verdict is Verdict.REFUSED:
             continue  # refused for its content: fixed at the source, not lagging
         if entry.deleted and state is not None and not state.deleted:
             index_live_only += 1  # live only in the index
         version = state.version if state is not None else 0
-        kept = behind.get(entry.document_id)
+        kept = behind.get(document_id)
         remembered = kept[1] if kept is not None and kept[0] == version else None
-        lag = document_lag(entry.document_id, entry, state, remembered=remembered)
+        lag = verdict_lag(document_id, found.verdict, entry, remembered=remembered)
         if lag is not None and lag.since is not None:
-            new_behind[entry.document_id] = (version, lag.since)
+            new_behind[document_id] = (version, lag.since)
             lags.append(lag)
         elif (max_series is None or len(current) < max_series) and not (
             entry.deleted and (state is None or state.deleted)
         ):
-            current.append(entry.document_id)
-    new_absent: dict[str, datetime] = {}
-    for document_id, state in indexed.items():
-        if document_id in listed or state.deleted or document_id in elsewhere:
-            continue
-        index_live_only += 1
-        since = absent.get(document_id, now)
-        new_absent[document_id] = since
-        lag = document_lag(document_id, None, state, absent_since=since)
-        if lag is not None and lag.since is not None:
-            lags.append(lag)
+            current.append(document_id)
     for lag in lags:
         by_status[lag.status.value] = by_status.get(lag.status.value, 0) + 1
     timed = [(lag.since, lag) for lag in lags if lag.since is not None]
@@ -231,7 +233,7 @@ def measure(
         chunks_examined=examined,
         known_documents=source_live + index_live_only,
         unreadable=sorted(unreadable),
-        other_owner_documents=len(elsewhere),
+        other_owner_documents=elsewhere,
     )
 
 

@@ -1,8 +1,9 @@
 """The numbers behind ``policy-indexer status``: per-document freshness, leftovers, dead letters.
 
 One pass over the source listing (when a source is configured), the index's
-states and its chunks, with the monitor's own definitions: lag from
-``metrics.lag.document_lag`` and leftovers from ``deleter.sweep.classify``. It
+states and its chunks, with the monitor's own definitions: each document's
+verdict from ``foundation.comparison.compare``, its lag from ``metrics.lag`` and
+leftovers from ``deleter.sweep.classify``. It
 is a single snapshot, so for a document that changed several times since the
 index last caught up, lag counts from the latest change the listing shows (the
 running monitor, which remembers earlier cycles, counts from the first).
@@ -31,7 +32,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from deleter.sweep import classify
-from metrics.lag import LagStatus, document_lag
+from foundation.comparison import Verdict, compare
+from metrics.lag import LagStatus, verdict_lag
 from sources.base import SourceEntry
 from sources.unlisted import with_unlisted
 from store.model import ChunkRef, DocumentState
@@ -123,34 +125,33 @@ def document_statuses(
         counts[ref.document_id] += 1
         if classify(ref, indexed.get(ref.document_id), now, grace) not in (None, "grace"):
             leftovers += 1
-    entries = ({e.document_id: e for e in with_unlisted(listing, indexed)}  # kept, not gone
-               if listing is not None else None)
-    ids = set(indexed) | set(entries or ())
+    listed = with_unlisted(listing, indexed) if listing is not None else None  # kept, not gone
+    compared = {c.document_id: c for c in compare(
+        listed or (), indexed, source=source_name, refused=refused or {})}
     result: list[DocumentStatus] = []
-    for doc in sorted(ids):
-        state = indexed.get(doc)
-        entry = entries.get(doc) if entries is not None else None
-        gone_at_source = entries is None or entry is None or entry.deleted
+    for doc in sorted(compared):
+        found = compared[doc]
+        state, entry = found.state, found.entry
+        gone_at_source = listed is None or entry is None or entry.deleted
         if gone_at_source and (state is None or state.deleted) and not counts[doc]:
             continue
         reason = str(entry.unreadable) if entry is not None and entry.unreadable else None
-        if entries is None:
+        lag: float | None
+        if listed is None:
             status, lag = "unknown", None
-        elif state is not None and state.owned_elsewhere(source_name):
+        elif found.verdict is Verdict.OTHER_OWNER and state is not None:
             status, lag = "other_owner", None
             reason = (f"owned by source {state.owner!r}, compared only with it, not with "
                       f"{source_name!r}")
+        elif found.verdict is Verdict.REFUSED and entry is not None and refused is not None:
+            status, lag, reason = "refused", None, refused[(doc, entry.version)]
         else:
             absent_since = now if entry is None else None
-            found = document_lag(doc, entry, state, absent_since=absent_since)
-            status = found.status.value if found is not None else "current"
-            lag = found.seconds(now) if found is not None else 0.0
-            if found is not None and found.status is LagStatus.UNREADABLE:
+            measured = verdict_lag(doc, found.verdict, entry, absent_since=absent_since)
+            status = measured.status.value if measured is not None else "current"
+            lag = measured.seconds(now) if measured is not None else 0.0
+            if measured is not None and measured.status is LagStatus.UNREADABLE:
                 lag = None  # no version to compare: not 0, which would claim "current"
-            refusal = (refused or {}).get((doc, entry.version)) if entry is not None else None
-            if (found is not None and refusal is not None
-                    and found.status in (LagStatus.MISSING_FROM_INDEX, LagStatus.BEHIND)):
-                status, lag, reason = "refused", None, refusal
         result.append(DocumentStatus(
             document_id=doc,
             source_version=entry.version if entry is not None else None,

@@ -3,10 +3,10 @@
 ``PassageFreshness`` keeps the configured source's last listing (refreshed in
 the background every ``monitor_interval_seconds`` by the search processes, or
 once for a one-shot ``search``) and, per passage, compares it with the
-document's indexed state, read in real time, through the monitor's own rule
-(``metrics.lag.document_lag``): a stale passage announces itself with the
-source's version and the lag. Without a source nothing is measured, and
-passages carry no freshness (never a guess).
+document's indexed state, read in real time, through the monitor's own
+comparison (``foundation.comparison.verdict``) and lag (``metrics.lag``): a
+stale passage announces itself with the source's version and the lag. Without
+a source nothing is measured, and passages carry no freshness (never a guess).
 
 The lag here is the time since the source's *latest* change of the document:
 the monitor also remembers earlier changes the index lacks, so for a
@@ -21,7 +21,8 @@ from datetime import UTC, datetime
 
 import structlog
 
-from metrics.lag import LagStatus, document_lag
+from foundation.comparison import Verdict, verdict
+from metrics.lag import LagStatus, verdict_lag
 from retrieval.models import Freshness
 from sources.base import Source, SourceEntry
 from sources.errors import SourceError
@@ -77,9 +78,10 @@ class PassageFreshness:
             state = self._store.get_state(document_id)
         except StoreError:
             return None
-        if state is not None and state.owned_elsewhere(self._source.name):
+        found = verdict(document_id, entry, state, source=self._source.name)
+        if found is Verdict.OTHER_OWNER:
             return None  # another source's document: not measured against this one
-        lag = document_lag(document_id, entry, state)
+        lag = verdict_lag(document_id, found, entry)
         if lag is None or lag.status is LagStatus.UNREADABLE:
             return None
         now = datetime.now(UTC)

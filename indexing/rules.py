@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 
 from chunker.model import Chunk
 from events.model import Action, ChangeEvent
+from foundation.comparison import owned_elsewhere
 from indexing.errors import PoisonEvent
 from indexing.model import Outcome
 from store.model import DocumentState
@@ -35,13 +36,12 @@ DeleteTarget = tuple[int, tuple[str, ...]]
 def owner_refusal(event: ChangeEvent, state: DocumentState | None) -> PoisonEvent | None:
     """``PoisonEvent("owner")`` when ``state`` belongs to another source than ``event``.
 
-    An event without a source (queued before owners existed) and a state without an
-    owner (written before, or a tombstone) are not checked: nothing says who they
-    belong to, and refusing them would dead-letter a whole queue after an upgrade.
+    The owner rule is ``foundation.comparison.owned_elsewhere``: an event without a
+    source (queued before owners existed) and a state without an owner (written before,
+    or a tombstone) are not checked: nothing says who they belong to, and refusing them
+    would dead-letter a whole queue after an upgrade.
     """
-    if state is None or state.owner is None or event.source is None:
-        return None
-    if state.owner == event.source:
+    if state is None or not owned_elsewhere(state.owner, event.source):
         return None
     return PoisonEvent(
         "owner",

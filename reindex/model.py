@@ -33,10 +33,6 @@ class IndexedDocument:
     older_chunks: int = 0  # chunks present below the state's version (leftovers)
     owner: str | None = None  # the source that owns it (DocumentState.owner); None: unowned
 
-    def owned_elsewhere(self, source: str | None) -> bool:
-        """Another source than ``source`` owns it: this reconcile leaves it alone."""
-        return source is not None and self.owner is not None and self.owner != source
-
     @property
     def chunks_agree(self) -> bool:
         if self.deleted:

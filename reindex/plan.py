@@ -17,8 +17,11 @@ nothing                live                delete                  gone_from_sou
 tombstone / nothing    tombstone           up_to_date (or repair if chunks remain)
 =====================  ==================  ======================  ============
 
-The index never goes back in time: a version the index holds above the
-source's is reported, never undone. One owner per document: a document whose state
+Which row a document is in is the comparison's verdict
+(``foundation.comparison.verdict``, the one the monitor, ``status`` and the
+passage freshness read too); this module turns it into an action. The index
+never goes back in time: a version the index holds above the source's is
+reported, never undone. One owner per document: a document whose state
 names another source than the one listed is that source's (``other_owner``), never
 reindexed from, repaired against or deleted for this listing.
 """
@@ -27,8 +30,31 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 
+from foundation.comparison import Verdict, verdict
 from reindex.model import Decision, IndexedDocument, PlannedAction
 from sources.base import SourceEntry
+
+# The action for each verdict of the comparison; ``current`` and ``deleted`` are
+# checked against the chunks present first (``_checked``).
+_ACTIONS: dict[Verdict, Decision] = {
+    Verdict.OTHER_OWNER: Decision.AHEAD,  # compared only with its own source
+    Verdict.UNREADABLE: Decision.AHEAD,  # no version to compare: never undone
+    Verdict.ABSENT: Decision.UP_TO_DATE,
+    Verdict.NEVER_INDEXED: Decision.TOMBSTONE,
+    Verdict.MISSING: Decision.REINDEX,
+    Verdict.GONE_FROM_SOURCE: Decision.DELETE,
+    Verdict.INDEX_NEWER: Decision.AHEAD,
+    Verdict.LIVE_AT_TOMBSTONE_VERSION: Decision.AHEAD,
+    Verdict.DELETED_AT_SOURCE: Decision.DELETE,
+    Verdict.BEHIND: Decision.REINDEX,
+    Verdict.RECREATED: Decision.REINDEX,
+    Verdict.TOMBSTONE_AT_LIVE_VERSION: Decision.AHEAD,
+}
+# The reason a decision gives, where it is not the verdict's own name.
+_REASONS: dict[Verdict, str] = {
+    Verdict.ABSENT: "unknown",
+    Verdict.DELETED_AT_SOURCE: "tombstoned_at_source",
+}
 
 
 def decide(
@@ -37,47 +63,29 @@ def decide(
 ) -> PlannedAction:
     src_v = entry.version if entry is not None else None
     idx_v = indexed.version if indexed is not None else None
+    found = verdict(document_id, entry, indexed, source=source_name)
 
     def act(decision: Decision, reason: str) -> PlannedAction:
         return PlannedAction(document_id, decision, reason, src_v, idx_v)
 
-    if indexed is not None and indexed.owned_elsewhere(source_name):
-        return act(Decision.AHEAD, "other_owner")  # compared only with its own source
-    if entry is not None and entry.unreadable is not None:
-        return act(Decision.AHEAD, "unreadable")  # no version to compare: never undone
-    if indexed is None:
-        if entry is None:
-            return act(Decision.UP_TO_DATE, "unknown")
-        return act(Decision.TOMBSTONE, "never_indexed") if entry.deleted else act(
-            Decision.REINDEX, "missing"
-        )
-    if entry is None:
-        if indexed.deleted:
-            return _tombstone_checked(indexed, act)
-        return act(Decision.DELETE, "gone_from_source")
-    if indexed.version > entry.version:
-        return act(Decision.AHEAD, "index_newer")
-    if entry.deleted:
-        if indexed.deleted:
-            return _tombstone_checked(indexed, act)
-        if indexed.version == entry.version:
-            return act(Decision.AHEAD, "live_at_tombstone_version")
-        return act(Decision.DELETE, "tombstoned_at_source")
-    if indexed.version < entry.version:
-        return act(Decision.REINDEX, "recreated" if indexed.deleted else "behind")
-    if indexed.deleted:  # tombstone at the very version the source lists as live
-        return act(Decision.AHEAD, "tombstone_at_live_version")
-    if not indexed.chunks_agree:
-        return act(Decision.REPAIR, "chunk_count")
-    return act(Decision.UP_TO_DATE, "current")
+    if found is Verdict.CURRENT and indexed is not None:
+        return _checked(indexed, act, Decision.UP_TO_DATE, "current", "chunk_count")
+    if found is Verdict.DELETED and indexed is not None:
+        return _checked(indexed, act, Decision.UP_TO_DATE, "deleted", "chunks_of_deleted")
+    decision = _ACTIONS.get(found)
+    if decision is None:  # refused: never asked for here (no refused versions given)
+        raise ValueError(f"no reconcile action for {document_id!r}: {found.value}")
+    return act(decision, _REASONS.get(found, found.value))
 
 
-def _tombstone_checked(
-    indexed: IndexedDocument, act: Callable[[Decision, str], PlannedAction]
+def _checked(
+    indexed: IndexedDocument, act: Callable[[Decision, str], PlannedAction],
+    decision: Decision, reason: str, repair: str,
 ) -> PlannedAction:
+    """``decision`` when the chunks present agree with the state, else a repair."""
     if indexed.chunks_agree:
-        return act(Decision.UP_TO_DATE, "deleted")
-    return act(Decision.REPAIR, "chunks_of_deleted")
+        return act(decision, reason)
+    return act(Decision.REPAIR, repair)
 
 
 def plan(

@@ -38,6 +38,7 @@ import pydantic
 import structlog
 
 from events.model import Action, ChangeEvent
+from foundation.comparison import owned_elsewhere
 from indexing.core import Indexer
 from indexing.errors import CONTENT_REASONS, PoisonEvent
 from indexing.repair import remove_leftovers, rewrite
@@ -110,7 +111,7 @@ class Reconciler:
         # empty-listing check count only what this listing may delete.
         name = self.source.name
         report.indexed_documents = sum(
-            1 for d in index.values() if not d.deleted and not d.owned_elsewhere(name))
+            1 for d in index.values() if not d.deleted and not owned_elsewhere(d.owner, name))
         lap("read_index")
         listing = list_source(self.source, indexed_live=report.indexed_documents)
         report.source_documents = len(listing)

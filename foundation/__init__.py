@@ -9,8 +9,6 @@
   or as field errors without the input.
 - ``comparison``: the source against the index, a verdict per document, and the
   one owner rule (the monitor, ``status``, the passage freshness, the reconcile).
-- ``comparison``: the source against the index, a verdict per document, and the
-  one owner rule (the monitor, ``status``, the passage freshness, the reconcile).
 - ``http``: the HTTP edge of every server: limits, the guarded uvicorn server
   and its thread, content type, bounded bodies, JSON refusals, probes and
   ``/metrics`` (its own package: ``foundation/http/__init__.py``).

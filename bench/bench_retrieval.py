@@ -43,6 +43,7 @@ ranked passages.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import shlex
@@ -76,6 +77,7 @@ from embeddings.backfill import reembed  # noqa: E402
 from embeddings.cache import CachedEncoder, EmbeddingCache, InMemoryEmbeddingCache  # noqa: E402
 from embeddings.cache_sqlite import SQLiteEmbeddingCache  # noqa: E402
 from embeddings.encoder import Encoder  # noqa: E402
+from embeddings.views import DenseView, parse_view_specs, whole  # noqa: E402
 from events.model import Action, ChangeEvent  # noqa: E402
 from indexing.core import Indexer  # noqa: E402
 from indexing.model import Outcome  # noqa: E402
@@ -84,6 +86,7 @@ from retrieval.service import SearchService  # noqa: E402
 from sources.base import Source, SourceDocument  # noqa: E402
 from sources.changelog import ChangeLogSource  # noqa: E402
 from sources.folder import MarkdownFolderSource  # noqa: E402
+from store.search_terms import embed_windows  # noqa: E402
 
 SHARED = ROOT.parent / "shared"
 CACHE_DIR = ROOT / ".cache" / "bench-vectors"
@@ -232,8 +235,20 @@ def ranking(ranks: dict[str, int | None]) -> Ranking:
     return Ranking(hits, round(mrr, 3), ranks)
 
 
+def make_views(spec: str, encoders: dict[str, CachedEncoder]) -> list[DenseView]:
+    """The dense views of ``--views`` (``embeddings.views.ViewSpec`` syntax), each over the
+    cached encoder of its model (one per model, shared by its views)."""
+    views = []
+    for view in parse_view_specs(spec):
+        encoder = encoders[view.name]
+        windows = whole if view.shape is None else functools.partial(
+            embed_windows, words=view.shape.words, stride=view.shape.stride)
+        views.append(DenseView(encoder, view.shape, windows, view.weight))
+    return views
+
+
 def run_library(library: Library, sets: Sequence[QuestionSet], args: argparse.Namespace,
-                encoder: CachedEncoder | None, tmp: Path) -> tuple[list[SetResult], dict[str, Any]]:
+                views: Sequence[DenseView], tmp: Path) -> tuple[list[SetResult], dict[str, Any]]:
     started = first = time.perf_counter()
     docs = documents(library)
     timing: dict[str, Any] = {}
@@ -241,17 +256,20 @@ def run_library(library: Library, sets: Sequence[QuestionSet], args: argparse.Na
     with fresh_index(args.store, tmp, args.elasticsearch, library.name) as (store, search):
         chunks = index_library(store, docs, library.kind)
         timing["index_s"] = round(time.perf_counter() - started, 1)
-        if encoder is not None:
+        for view in views:
+            encoder = view.encoder
+            assert isinstance(encoder, CachedEncoder)
             encoded, hits = encoder.texts_encoded, encoder.cache_hits
             started = time.perf_counter()
-            reembed(search, encoder, progress=False, batch_size=64)
-            timing["backfill_s"] = round(time.perf_counter() - started, 1)
-            timing["texts_encoded"] = encoder.texts_encoded - encoded
-            timing["vectors_from_cache"] = encoder.cache_hits - hits
+            reembed(search, encoder, progress=False, batch_size=64, view_id=view.view_id,
+                    windows=view.windows)
+            timing[f"backfill_s[{view.view_id}]"] = round(time.perf_counter() - started, 1)
+            timing[f"texts_encoded[{view.view_id}]"] = encoder.texts_encoded - encoded
+            timing[f"vectors_from_cache[{view.view_id}]"] = encoder.cache_hits - hits
         options: dict[str, Any] = {} if args.rrf_k is None else {"rrf_k": args.rrf_k}
-        service = SearchService(search, encoder, **options)
-        unthresholded = SearchService(search, encoder, threshold=-1e9, keyword_threshold=-1e9,
-                                      **options)
+        service = SearchService(search, None, views=views, **options)
+        unthresholded = SearchService(search, None, views=views, threshold=-1e9,
+                                      keyword_threshold=-1e9, **options)
         try:
             for qs in sets:
                 rows = load_rows(qs.qa)
@@ -308,10 +326,12 @@ def commit() -> str:
 
 
 def run(args: argparse.Namespace) -> RunReport:
-    inner = make_encoder(args.encoder)
+    spec = args.views if args.views is not None else (
+        "" if args.encoder == "none" else args.encoder)
+    names = list(dict.fromkeys(v.name for v in parse_view_specs(spec)))
     cache: EmbeddingCache | None = None
     closers: list[Callable[[], None]] = []
-    if inner is not None:
+    if names:
         if args.no_cache:
             cache = InMemoryEmbeddingCache()
         else:
@@ -321,12 +341,18 @@ def run(args: argparse.Namespace) -> RunReport:
             lite = SQLiteEmbeddingCache.in_dir(cache_dir)
             closers.append(lite.close)
             cache = lite
-    encoder = CachedEncoder(inner, cache) if inner is not None and cache is not None else None
+    encoders = {}
+    for name in names:
+        inner = make_encoder(name)
+        assert inner is not None and cache is not None
+        encoders[name] = CachedEncoder(inner, cache)
+    views = make_views(spec, encoders)
     report = RunReport(
         date=date.today().isoformat(),
         command=shlex.join(["bench/bench_retrieval.py", *sys.argv[1:]]),
         settings={"store": args.store, "encoder": args.encoder,
-                  "encoder_model": encoder.model_id if encoder is not None else None,
+                  "encoder_model": views[0].model_id if views else None,
+                  "views": [v.view_id for v in views],
                   "rrf_k": args.rrf_k, "as_of": AS_OF.isoformat()},
         commit=commit())
     started = time.perf_counter()
@@ -340,7 +366,7 @@ def run(args: argparse.Namespace) -> RunReport:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for library, sets in by_library.items():
-                results, timing = run_library(library, sets, args, encoder, Path(tmp))
+                results, timing = run_library(library, sets, args, views, Path(tmp))
                 report.sets.update({r.name: r for r in results})
                 report.timing[library.name] = timing
                 print(f"{library.name}: {results[0].documents} documents, "
@@ -364,6 +390,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--store", choices=("sqlite", "memory", "elasticsearch"),
                         default="sqlite")
     parser.add_argument("--encoder", choices=("minilm", "hashing", "none"), default="minilm")
+    parser.add_argument("--views", default=None,
+                        help="dense views, NAME[+wWORDS[sSTRIDE]][*WEIGHT],... (overrides "
+                             "--encoder), e.g. minilm,minilm+w150s75")
     parser.add_argument("--elasticsearch", default="http://127.0.0.1:9200")
     parser.add_argument("--rrf-k", type=int, default=None,
                         help="the fusion constant (default: the service's)")

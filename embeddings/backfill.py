@@ -28,6 +28,7 @@ from tqdm import tqdm
 from embeddings.cache import CachedEncoder
 from embeddings.errors import BackfillStalledError
 from embeddings.metrics import EmbeddingMetrics
+from embeddings.views import Windows, whole
 
 log = structlog.get_logger(__name__)
 
@@ -38,9 +39,11 @@ class VectorIndex(Protocol):
     def chunks_missing_vectors(self, model_id: str, limit: int) -> list[tuple[str, str]]:
         """(chunk_id, text to embed) of live chunks with no vector for model_id, oldest first."""
 
-    def put_vectors(self, model_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
+    def put_vectors(
+        self, model_id: str, vectors: Mapping[str, Sequence[float] | Sequence[Sequence[float]]]
+    ) -> int:
         """Store vectors by chunk id (a chunk deleted meanwhile is skipped); returns how many
-        stored."""
+        stored. A chunk's value is one vector, or one per window (its rows)."""
 
     def vector_backlog(self, model_id: str) -> tuple[int, datetime | None]:
         """How many live chunks lack a vector for model_id, and indexed_at of the oldest one."""
@@ -56,11 +59,18 @@ class VectorBackfill:
         batch_size: int = 32,
         *,
         metrics: EmbeddingMetrics | None = None,
+        view_id: str | None = None,
+        windows: Windows = whole,
     ) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         self.index = index
         self.encoder = encoder
+        # What the vectors are stored under, and how a chunk's text is cut: a whole-chunk
+        # view stores one vector under the model id, a windowed one a vector per window
+        # under its own view id (embeddings.views).
+        self.view_id = view_id or encoder.model_id
+        self.windows = windows
         self.batch_size = batch_size
         self.metrics = metrics if metrics is not None else encoder.metrics
         self.vectors_written = 0
@@ -72,7 +82,8 @@ class VectorBackfill:
 
     @property
     def model_id(self) -> str:
-        return self.encoder.model_id
+        """The id the vectors are stored under (the view's; the model's for a whole view)."""
+        return self.view_id
 
     def lag_seconds(self) -> float:
         """Age of the oldest chunk without a vector at the last look, now; 0 when none."""
@@ -102,17 +113,28 @@ class VectorBackfill:
         missing = self.index.chunks_missing_vectors(model_id, self.batch_size)
         stored = 0
         if missing:
-            vectors = self.encoder.encode([text for _, text in missing], kind="passage")
-            stored = self.index.put_vectors(
-                model_id,
-                {chunk_id: row.tolist() for (chunk_id, _), row in zip(missing, vectors,
-                                                                        strict=True)},
-            )
+            stored = self.index.put_vectors(model_id, self._encode(missing))
             self.vectors_written += stored
             if self.metrics is not None:
                 self.metrics.vectors_written.inc(stored)
         self.observe_backlog()
         return len(missing), stored
+
+    def _encode(
+        self, missing: Sequence[tuple[str, str]]
+    ) -> dict[str, list[float] | list[list[float]]]:
+        """The vectors of each chunk: one (a whole view) or one per window, in one batch."""
+        if self.windows is whole:
+            vectors = self.encoder.encode([text for _, text in missing], kind="passage")
+            return {cid: row.tolist() for (cid, _), row in zip(missing, vectors, strict=True)}
+        pieces = [self.windows(text) or [text] for _, text in missing]
+        flat = self.encoder.encode([p for cut in pieces for p in cut], kind="passage")
+        out: dict[str, list[float] | list[list[float]]] = {}
+        at = 0
+        for (cid, _), cut in zip(missing, pieces, strict=True):
+            out[cid] = flat[at:at + len(cut)].tolist()
+            at += len(cut)
+        return out
 
     def run_forever(self, stop: threading.Event, idle_s: float) -> None:
         """Rounds until ``stop`` is set; waits ``idle_s`` when nothing is missing or a round fails.
@@ -136,7 +158,8 @@ class VectorBackfill:
 
 
 def reembed(index: VectorIndex, encoder: CachedEncoder, progress: bool = True,
-            *, batch_size: int = 32) -> int:
+            *, batch_size: int = 32, view_id: str | None = None,
+            windows: Windows = whole) -> int:
     """Encode every live chunk that lacks a vector for ``encoder.model_id``; returns how many.
 
     The re-embedding job of a model change, and the catch-up after an outage:
@@ -149,11 +172,11 @@ def reembed(index: VectorIndex, encoder: CachedEncoder, progress: bool = True,
     them and the backlog does not shrink (the index refuses the vectors): a
     loud stop instead of a busy loop.
     """
-    backfill = VectorBackfill(index, encoder, batch_size)
+    backfill = VectorBackfill(index, encoder, batch_size, view_id=view_id, windows=windows)
     total = backfill.observe_backlog()
     written = 0
     with tqdm(total=total, disable=not progress, unit="chunk",
-              desc=f"re-embedding ({encoder.model_id})") as bar:
+              desc=f"re-embedding ({backfill.view_id})") as bar:
         while backfill.backlog > 0:
             before = backfill.backlog
             offered, stored = backfill._round()
@@ -163,7 +186,7 @@ def reembed(index: VectorIndex, encoder: CachedEncoder, progress: bool = True,
             # backlog shrank. One that stores none and leaves the backlog as it was is stuck.
             if stored == 0 and backfill.backlog >= before:
                 raise BackfillStalledError(
-                    f"{backfill.backlog} chunks lack a vector for {encoder.model_id!r} but a "
+                    f"{backfill.backlog} chunks lack a vector for {backfill.view_id!r} but a "
                     f"round stored none of {offered}; check put_vectors of "
                     f"{type(index).__name__}"
                 )

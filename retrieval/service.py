@@ -47,7 +47,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -60,6 +60,7 @@ from chunker.sections import PREAMBLE_SLUG
 from embeddings.encoder import Encoder
 from embeddings.query_cache import DEFAULT_SIZE as QUERY_CACHE_SIZE
 from embeddings.query_cache import QueryVectors
+from embeddings.views import DenseView, check_distinct, distinct_encoders
 from retrieval.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
 from retrieval.models import Freshness, Leg, Passage, SearchRequest, SearchResponse, Status
 from retrieval.provenance import passage
@@ -95,7 +96,8 @@ NO_ACCESS_CANDIDATES = MAX_SEARCH_LIMIT
 # own threads do the arithmetic.
 ENCODER_THREADS = 2
 
-VectorSource = Callable[[], Vector | None]
+# The question's vector per model id, being encoded meanwhile: call it to wait for them.
+VectorSource = Callable[[], dict[str, Vector]]
 
 
 def _today() -> date:
@@ -130,9 +132,18 @@ class SearchService:
         reranker_candidates: int = RERANKER_CANDIDATES,
         leg_weights: tuple[float, float] = LEG_WEIGHTS,
         preamble_weight: float = PREAMBLE_WEIGHT,
+        views: Sequence[DenseView] | None = None,
     ) -> None:
+        # The dense legs: one per view (embeddings.views); ``encoder`` alone is one view of
+        # whole chunks. The first view is the primary: its cosine is the confidence.
+        if views is None:
+            views = [DenseView(encoder)] if encoder is not None else []
+        elif views and encoder is not None and views[0].encoder is not encoder:
+            raise ValueError("encoder and views[0].encoder differ: pass one or the other")
+        check_distinct(views)
+        self.views = list(views)
         self.index = index
-        self.encoder = encoder
+        self.encoder = self.views[0].encoder if self.views else None
         self.threshold = threshold
         self.keyword_threshold = keyword_threshold
         self.freshness = freshness
@@ -143,9 +154,9 @@ class SearchService:
         self.reranker_candidates = reranker_candidates
         self.leg_weights = leg_weights
         self.preamble_weight = preamble_weight
-        self.query_vectors = (
-            QueryVectors(encoder, query_cache_size) if encoder is not None else None
-        )
+        self.query_vectors = {
+            e.model_id: QueryVectors(e, query_cache_size) for e in distinct_encoders(self.views)
+        }
         # Threads start on the first search and end with close() or when the service goes.
         self._encoding = ThreadPoolExecutor(ENCODER_THREADS, thread_name_prefix="query-encoder")
 
@@ -211,11 +222,12 @@ class SearchService:
 
     # -- ranking -----------------------------------------------------------
     def _start_encoding(self, question: str) -> VectorSource:
-        """The question's vector, being encoded meanwhile: call the result to wait for it."""
-        vectors = self.query_vectors
-        if vectors is None:
-            return lambda: None
-        return self._encoding.submit(vectors.vector, question).result
+        """The question's vector per model, being encoded meanwhile: call the result to wait."""
+        pending = {
+            model_id: self._encoding.submit(vectors.vector, question)
+            for model_id, vectors in self.query_vectors.items()
+        }
+        return lambda: {model_id: job.result() for model_id, job in pending.items()}
 
     def _languages(self, request: SearchRequest) -> list[str | None]:
         if request.language:
@@ -229,13 +241,16 @@ class SearchService:
         self, question: str, terms: list[str], vector: VectorSource, filters: SearchFilters,
         k: int,
     ) -> _Ranked:
-        keyword, dense = self._legs(terms, vector, filters)
+        keyword, denses = self._legs(terms, vector, filters)
+        dense = denses[0] if denses else []  # the primary view's: its cosine is the confidence
         legs: tuple[Leg, ...] = (*(("keyword",) if keyword else ()),
-                                 *(("dense",) if dense else ()))
-        by_id = {h.chunk_id: h.chunk for h in (*keyword, *dense)}
+                                 *(("dense",) if any(denses) else ()))
+        by_id = {h.chunk_id: h.chunk for h in (*keyword, *(h for d in denses for h in d))}
         fused = reciprocal_rank_fusion(
-            [[h.chunk_id for h in keyword], [h.chunk_id for h in dense]], k=self.rrf_k,
-            weights=self.leg_weights,
+            [[h.chunk_id for h in keyword], *([h.chunk_id for h in d] for d in denses)],
+            k=self.rrf_k,
+            weights=(self.leg_weights[0],
+                     *(self.leg_weights[1] * v.weight for v in self.views[:len(denses)])),
         )
         if self.preamble_weight != 1.0:
             fused = sorted(
@@ -290,28 +305,27 @@ class SearchService:
         if self.encoder is None:
             return chunks
         maybe = [c.chunk_id for c in chunks if c.chunk_id not in dense_ids]
-        missing = self.index.without_vectors(self.encoder.model_id, maybe) if maybe else set()
+        missing = self.index.without_vectors(self.views[0].view_id, maybe) if maybe else set()
         return [c for c in chunks if c.chunk_id in missing]
 
     def _legs(
         self, terms: list[str], vector: VectorSource, filters: SearchFilters
-    ) -> tuple[list[SearchHit], list[SearchHit]]:
+    ) -> tuple[list[SearchHit], list[list[SearchHit]]]:
+        """(keyword hits, the hits of each view in ``self.views`` order), each best first."""
         if isinstance(self.index, BothLegs):  # one round trip (Elasticsearch's _msearch)
-            return self.index.both_legs(terms, self._dense_query(vector()), filters,
+            return self.index.both_legs(terms, self._dense_queries(vector()), filters,
                                         self.candidates)
         # the keyword leg runs while the question is being encoded
         keyword = self.index.keyword_search(terms, filters, self.candidates) if terms else []
-        dense_query = self._dense_query(vector())
-        dense = (
-            self.index.vector_search(*dense_query, filters, self.candidates)
-            if dense_query is not None else []
-        )
+        dense = [
+            self.index.vector_search(view_id, query, filters, self.candidates)
+            for view_id, query in self._dense_queries(vector())
+        ]
         return keyword, dense
 
-    def _dense_query(self, vector: Vector | None) -> tuple[str, Vector] | None:
-        if self.encoder is None or vector is None:
-            return None
-        return self.encoder.model_id, vector
+    def _dense_queries(self, vectors: dict[str, Vector]) -> list[tuple[str, Vector]]:
+        """(view id, the question's vector of its model) for each view, in order."""
+        return [(v.view_id, vectors[v.model_id]) for v in self.views if v.model_id in vectors]
 
     def _answers(self, ranked: _Ranked) -> bool:
         return (

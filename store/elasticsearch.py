@@ -120,10 +120,33 @@ class ElasticsearchStore:
 
     # -- set-up ------------------------------------------------------------
     def ensure_ready(self) -> None:
-        for alias, props in (
-            (self.names.chunks, self.chunk_properties),
-            (self.names.states, es_mappings.STATE_PROPERTIES),
-        ):
+        self._ensure_mappings(((self.names.chunks, self.chunk_properties),
+                               (self.names.states, es_mappings.STATE_PROPERTIES)))
+
+    def ensure_vector_field(self, view_id: str, dims: int) -> str:
+        """The field of a dense view's vectors, mapped in the chunk index and its template
+        (an additive change: a view added to the configuration needs no new index).
+
+        Refused (``StoreError``) when the field exists with other dimensions: vectors of
+        another model under the same id, which only a new view id (a ``reembed``) fixes.
+        """
+        field = es_mappings.view_field(view_id)
+        wanted = es_mappings.view_property(dims)
+        if self.chunk_properties.get(field) == wanted:
+            return field
+        self.chunk_properties[field] = wanted
+        try:
+            self._ensure_mappings(((self.names.chunks, self.chunk_properties),))
+        except StoreError as exc:
+            del self.chunk_properties[field]
+            raise StoreError(
+                f"the vectors of view {view_id!r} cannot be mapped as {dims} dimensions "
+                f"(field {field}): {exc}"
+            ) from exc
+        return field
+
+    def _ensure_mappings(self, indices: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        for alias, props in indices:
             body = es_mappings.template_body(f"{alias}-*", props, self.layout)
             translate(
                 f"put index template {alias!r}",

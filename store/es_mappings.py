@@ -9,6 +9,8 @@ no language analyzers, so text fields use ``standard``.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +72,24 @@ CHUNK_PROPERTIES: dict[str, Any] = {
 }
 
 DEFAULT_VECTOR_DIMS = 384
+VIEW_FIELD_PREFIX = "dense_"
+
+
+def view_field(view_id: str) -> str:
+    """The chunk field holding a dense view's vectors (``embeddings.views``): a readable
+    part of the id and a hash of all of it, so two ids never share a field."""
+    readable = re.sub(r"[^a-z0-9]+", "_", view_id.lower()).strip("_")[:60]
+    return f"{VIEW_FIELD_PREFIX}{readable}_{hashlib.sha256(view_id.encode()).hexdigest()[:10]}"
+
+
+def view_property(dims: int) -> dict[str, Any]:
+    """A view's vectors: nested, a row each (one, or one per window), ``v`` a cosine
+    ``dense_vector``; kNN over it scores a chunk by its best row."""
+    if not isinstance(dims, int) or not 1 <= dims <= 4096:
+        raise ValueError(f"vector dims={dims!r}: must be an integer from 1 to 4096")
+    return {"type": "nested", "properties": {
+        "v": {"type": "dense_vector", "dims": dims, "index": True, "similarity": "cosine"},
+    }}
 
 
 def chunk_properties(vector_dims: int = DEFAULT_VECTOR_DIMS) -> dict[str, Any]:

@@ -21,6 +21,7 @@ case that only lasts until the delete step runs.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -30,17 +31,18 @@ from chunker.model import Chunk
 from foundation.es_errors import is_transient_status
 from store.elasticsearch import ElasticsearchStore
 from store.errors import StoreError, TransientStoreError
+from store.es_mappings import VIEW_FIELD_PREFIX, view_field
 from store.es_requests import bulk, parse_dt, translate
 from store.es_search_fields import chunk_from_source
 from store.search import SearchHit
-from store.search_index import SearchFilters, Vector, check_limit
+from store.search_index import SearchFilters, Vector, check_limit, vector_rows
 from store.search_terms import text_to_embed
 
 OVERFETCH = 1
 MARGIN = 10  # old versions live seconds; a short leg is asked again (_live_hits)
 NUM_CANDIDATES_FACTOR = 4
 # embed_text is derived (re-checking it costs half of reading a chunk), terms and vectors unused
-_SOURCE = {"excludes": ["terms", "embedding", "embed_text"]}
+_SOURCE = {"excludes": ["terms", "embedding", "embed_text", f"{VIEW_FIELD_PREFIX}*"]}
 
 
 def filter_clauses(filters: SearchFilters) -> list[dict[str, Any]]:
@@ -89,45 +91,51 @@ class ElasticsearchSearchIndex:
     def both_legs(
         self,
         terms: Sequence[str],
-        vector: tuple[str, Vector] | None,
+        vectors: Sequence[tuple[str, Vector]],
         filters: SearchFilters,
         limit: int,
-    ) -> tuple[list[SearchHit], list[SearchHit]]:
-        """(keyword hits, vector hits) of one ``_msearch``, each of current versions only."""
+    ) -> tuple[list[SearchHit], list[list[SearchHit]]]:
+        """(keyword hits, the hits of each (view id, vector)) of one ``_msearch``, each of
+        current versions only."""
         check_limit(limit)
         size = limit * OVERFETCH + MARGIN
         bodies: list[tuple[str, dict[str, Any]]] = []
         if terms:
             bodies.append(("keyword", self._keyword_body(terms, filters, size)))
-        if vector is not None:
-            bodies.append(("dense", self._knn_body(vector[0], vector[1], filters, size)))
+        for n, (view_id, vector) in enumerate(vectors):
+            bodies.append((f"dense{n}", self._knn_body(view_id, vector, filters, size)))
         answers = self._msearch([body for _, body in bodies])
         results = {name: hits for (name, _), hits in zip(bodies, answers, strict=True)}
         live = self._current(
             [h for hits in results.values() for h in hits]
         )
         keyword = [h for h in results.get("keyword", []) if h.chunk_id in live][:limit]
-        dense = [h for h in results.get("dense", []) if h.chunk_id in live][:limit]
         # rare: old versions crowded the over-fetch out; ask each short leg for more
         if terms and len(keyword) < limit <= len(results.get("keyword", [])):
             keyword = self._live_hits(
                 lambda n: self._keyword_body(terms, filters, n), limit, size * 4
             )
-        if vector is not None and len(dense) < limit <= len(results.get("dense", [])):
-            dense = self._live_hits(
-                lambda n: self._knn_body(vector[0], vector[1], filters, n), limit, size * 4
-            )
+        dense: list[list[SearchHit]] = []
+        for n, (view_id, vector) in enumerate(vectors):
+            got = results[f"dense{n}"]
+            hits = [h for h in got if h.chunk_id in live][:limit]
+            if len(hits) < limit <= len(got):
+                hits = self._live_hits(
+                    functools.partial(self._knn_body, view_id, vector, filters),
+                    limit, size * 4,
+                )
+            dense.append(hits)
         return keyword, dense
 
     def keyword_search(
         self, terms: Sequence[str], filters: SearchFilters, limit: int
     ) -> list[SearchHit]:
-        return self.both_legs(terms, None, filters, limit)[0]
+        return self.both_legs(terms, (), filters, limit)[0]
 
     def vector_search(
         self, model_id: str, vector: Vector, filters: SearchFilters, limit: int
     ) -> list[SearchHit]:
-        return self.both_legs((), (model_id, vector), filters, limit)[1]
+        return self.both_legs((), [(model_id, vector)], filters, limit)[1][0]
 
     def filtered_chunks(self, filters: SearchFilters, limit: int) -> list[Chunk]:
         check_limit(limit)
@@ -173,15 +181,16 @@ class ElasticsearchSearchIndex:
         }
 
     def _knn_body(
-        self, model_id: str, vector: Vector, filters: SearchFilters, size: int
+        self, view_id: str, vector: Vector, filters: SearchFilters, size: int
     ) -> dict[str, Any]:
+        field = self.store.ensure_vector_field(view_id, len(vector))
         return {
             "knn": {
-                "field": "embedding",
+                "field": f"{field}.v",  # nested: a chunk scores by its best row
                 "query_vector": [float(x) for x in vector],
                 "k": size,
                 "num_candidates": min(10000, max(100, size * NUM_CANDIDATES_FACTOR)),
-                "filter": [{"term": {"embedding_model": model_id}}, *filter_clauses(filters)],
+                "filter": filter_clauses(filters),
             },
             "size": size, "_source": _SOURCE, "track_total_hits": False,
         }
@@ -229,14 +238,14 @@ class ElasticsearchSearchIndex:
             return set()
         ids = list(dict.fromkeys(chunk_ids))
         query = {"bool": {"filter": {"ids": {"values": ids}},
-                          "must_not": {"term": {"embedding_model": model_id}}}}
+                          "must_not": _has_vectors(model_id)}}
         resp = translate("chunks without vectors", self.client.search, index=self.index,
                          query=query, size=len(ids), source=False, track_total_hits=False)
         return {h["_id"] for h in resp["hits"]["hits"]}
 
     # -- VectorStore -------------------------------------------------------
     def _missing_query(self, model_id: str) -> dict[str, Any]:
-        return {"bool": {"must_not": {"term": {"embedding_model": model_id}}}}
+        return {"bool": {"must_not": _has_vectors(model_id)}}
 
     def chunks_missing_vectors(self, model_id: str, limit: int) -> list[tuple[str, str]]:
         check_limit(limit)
@@ -261,16 +270,21 @@ class ElasticsearchSearchIndex:
             after = raw[-1]["sort"]
         return found[:limit]
 
-    def put_vectors(self, model_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
-        lines = []
-        for cid, vector in vectors.items():
-            action = json.dumps({"update": {"_index": self.index, "_id": cid}})
-            doc = json.dumps({"doc": {
-                "embedding": [float(x) for x in vector], "embedding_model": model_id,
-            }})
-            lines.append((cid, f"{action}\n{doc}\n".encode()))
-        if not lines:
+    def put_vectors(
+        self, model_id: str, vectors: Mapping[str, Sequence[float] | Sequence[Sequence[float]]]
+    ) -> int:
+        rows = {cid: vector_rows(vector) for cid, vector in vectors.items()}
+        if not rows:
             return 0
+        dims = {matrix.shape[1] for matrix in rows.values()}
+        if len(dims) != 1:
+            raise ValueError(f"vectors of {model_id!r} have different dimensions: {sorted(dims)}")
+        field = self.store.ensure_vector_field(model_id, dims.pop())
+        lines = []
+        for cid, matrix in rows.items():
+            action = json.dumps({"update": {"_index": self.index, "_id": cid}})
+            doc = json.dumps({"doc": {field: [{"v": row} for row in matrix.tolist()]}})
+            lines.append((cid, f"{action}\n{doc}\n".encode()))
         refused = bulk(
             self.client, lines, "put vectors",
             max_actions=self.store.bulk_max_actions, max_bytes=self.store.bulk_max_bytes,
@@ -291,6 +305,13 @@ class ElasticsearchSearchIndex:
         count = int(resp["hits"]["total"]["value"])
         oldest = resp["aggregations"]["oldest"].get("value_as_string")
         return count, parse_dt(oldest) if count else None
+
+
+def _has_vectors(view_id: str) -> dict[str, Any]:
+    """Chunks holding vectors of the view (none match while its field is not mapped)."""
+    field = view_field(view_id)
+    return {"nested": {"path": field, "query": {"exists": {"field": f"{field}.v"}},
+                       "ignore_unmapped": True}}
 
 
 def _knn_cosine(score: float | None) -> float:

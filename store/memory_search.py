@@ -14,11 +14,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 import numpy as np
+import numpy.typing as npt
 
 from chunker.model import Chunk
 from store.memory import InMemoryStore
 from store.search import SearchHit
-from store.search_index import SearchFilters, Vector, check_limit
+from store.search_index import SearchFilters, Vector, check_limit, vector_rows
 from store.search_terms import chunk_terms, text_to_embed
 
 K1 = 1.2
@@ -32,7 +33,8 @@ class InMemorySearchIndex:
         self.store = store
         self._lock = threading.Lock()
         self._terms: dict[str, tuple[str, Counter[str]]] = {}  # chunk id -> (text, counts)
-        self._vectors: dict[str, tuple[str, Vector]] = {}  # chunk id -> (model, vector)
+        # chunk id -> view id -> its vectors, a row each (one row, or one per window)
+        self._vectors: dict[str, dict[str, npt.NDArray[np.float32]]] = {}
 
     # -- helpers -----------------------------------------------------------
     def _live(self) -> list[tuple[Chunk, datetime]]:
@@ -101,14 +103,15 @@ class InMemorySearchIndex:
     ) -> list[SearchHit]:
         check_limit(limit)
         with self._lock:
-            vectors = dict(self._vectors)
+            vectors = {cid: views[model_id] for cid, views in self._vectors.items()
+                       if model_id in views}
         hits = []
         query = np.asarray(vector, dtype=np.float32)
         for chunk, _ in self._live():
             stored = vectors.get(chunk.chunk_id)
-            if stored is None or stored[0] != model_id or not filters.admits(chunk):
+            if stored is None or not filters.admits(chunk):
                 continue
-            hits.append(SearchHit(chunk, float(np.dot(stored[1], query))))
+            hits.append(SearchHit(chunk, float(np.max(stored @ query))))  # its best window
         hits.sort(key=lambda h: (-h.score, h.chunk_id))
         return hits[:limit]
 
@@ -126,30 +129,32 @@ class InMemorySearchIndex:
 
     def without_vectors(self, model_id: str, chunk_ids: Sequence[str]) -> set[str]:
         with self._lock:
-            return {
-                cid for cid in chunk_ids
-                if (stored := self._vectors.get(cid)) is None or stored[0] != model_id
-            }
+            return {cid for cid in chunk_ids if model_id not in self._vectors.get(cid, {})}
 
     # -- VectorStore -------------------------------------------------------
     def _missing(self, model_id: str) -> list[tuple[Chunk, datetime]]:
         with self._lock:
-            have = {cid for cid, (model, _) in self._vectors.items() if model == model_id}
+            have = {cid for cid, views in self._vectors.items() if model_id in views}
         missing = [(c, at) for c, at in self._live() if c.chunk_id not in have]
         return sorted(missing, key=lambda item: (item[1], item[0].chunk_id))
 
     def chunks_missing_vectors(self, model_id: str, limit: int) -> list[tuple[str, str]]:
         return [(c.chunk_id, text_to_embed(c)) for c, _ in self._missing(model_id)[:limit]]
 
-    def put_vectors(self, model_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
+    def put_vectors(
+        self, model_id: str, vectors: Mapping[str, Sequence[float] | Sequence[Sequence[float]]]
+    ) -> int:
+        rows = {cid: vector_rows(vector) for cid, vector in vectors.items()}
         with self.store._lock:
             present = set(self.store.chunks)
         stored = 0
         with self._lock:
-            for cid, vector in vectors.items():
+            for cid, matrix in rows.items():
                 if cid in present:
-                    self._vectors[cid] = (model_id, np.asarray(vector, dtype=np.float32))
+                    self._vectors.setdefault(cid, {})[model_id] = matrix
                     stored += 1
+            for cid in [c for c in self._vectors if c not in present]:
+                del self._vectors[cid]  # chunks deleted since: their vectors go too
         return stored
 
     def vector_backlog(self, model_id: str) -> tuple[int, datetime | None]:

@@ -45,6 +45,26 @@ MAX_SEARCH_LIMIT = 1000
 Vector = npt.NDArray[np.float32]
 
 
+def vector_rows(vector: Sequence[float] | Sequence[Sequence[float]]) -> npt.NDArray[np.float32]:
+    """A stored value as a matrix of rows: one vector is one row, windows are a row each.
+
+    Refused (ValueError): an empty value, rows of different lengths, more than two axes,
+    and a value that is not finite (a NaN would rank anywhere).
+    """
+    try:
+        matrix = np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"a vector must be numbers, or rows of numbers of one length: {exc}") \
+            from exc
+    if matrix.ndim == 1:
+        matrix = matrix.reshape(1, -1)
+    if matrix.ndim != 2 or matrix.shape[0] == 0 or matrix.shape[1] == 0:
+        raise ValueError(f"a vector must be 1 or 2 axes and not empty, got shape {matrix.shape}")
+    if not np.isfinite(matrix).all():
+        raise ValueError("a vector holds a NaN or an infinity")
+    return matrix
+
+
 class SearchInputError(ValueError):
     """A caller label, scope or limit the search cannot use (the message names it)."""
 
@@ -169,11 +189,11 @@ class BothLegs(Protocol):
     def both_legs(
         self,
         terms: Sequence[str],
-        vector: tuple[str, Vector] | None,
+        vectors: Sequence[tuple[str, Vector]],
         filters: SearchFilters,
         limit: int,
-    ) -> tuple[list[SearchHit], list[SearchHit]]:
-        """(keyword hits, dense hits), each best first."""
+    ) -> tuple[list[SearchHit], list[list[SearchHit]]]:
+        """(keyword hits, the dense hits of each (view id, vector)), each best first."""
 
 
 class VectorStore(Protocol):
@@ -182,8 +202,12 @@ class VectorStore(Protocol):
     def chunks_missing_vectors(self, model_id: str, limit: int) -> list[tuple[str, str]]:
         """(chunk_id, text to embed) of live chunks with no vector for model_id, oldest first."""
 
-    def put_vectors(self, model_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
-        """Store vectors by chunk id (a chunk deleted meanwhile is skipped); how many stored."""
+    def put_vectors(
+        self, model_id: str, vectors: Mapping[str, Sequence[float] | Sequence[Sequence[float]]]
+    ) -> int:
+        """Store vectors by chunk id (a chunk deleted meanwhile is skipped); how many stored.
+        A chunk's value is one vector or one per window; ``vector_search`` scores a chunk by
+        its best row."""
 
     def vector_backlog(self, model_id: str) -> tuple[int, datetime | None]:
         """How many live chunks lack a vector for model_id, and indexed_at of the oldest."""

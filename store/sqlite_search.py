@@ -47,7 +47,7 @@ import structlog
 
 from chunker.model import Chunk
 from store.search import SearchHit
-from store.search_index import SearchFilters, Vector, check_limit
+from store.search_index import SearchFilters, Vector, check_limit, vector_rows
 from store.search_postings import Postings
 from store.search_terms import text_to_embed
 from store.sqlite import SQLiteStore, translate
@@ -192,9 +192,9 @@ class SQLiteSearchIndex:
     ) -> None:
         self.store = store
         self.keyword_fallbacks = 0
-        self._cache: dict[
-            str, tuple[DataKey, npt.NDArray[np.int64], npt.NDArray[np.float32]]
-        ] = {}
+        self._cache: dict[str, tuple[
+            DataKey, npt.NDArray[np.int64], npt.NDArray[np.float32], npt.NDArray[np.intp]
+        ]] = {}
         self._read_copy = read_copy
         # The keyword leg's in-memory postings, with the data key they were read at, the
         # data key the previous keyword search saw, and the reader of the next copy with
@@ -359,16 +359,14 @@ class SQLiteSearchIndex:
         self, model_id: str, vector: Vector, filters: SearchFilters, limit: int
     ) -> list[SearchHit]:
         check_limit(limit)
-        rowids, matrix = self._vectors(model_id)
+        query = np.asarray(vector, dtype=np.float32)
+        rowids, matrix, starts = self._vectors(model_id, query.shape[0])
         if not len(rowids):
             return []
-        query = np.asarray(vector, dtype=np.float32)
-        if matrix.shape[1] != query.shape[0]:
-            raise ValueError(
-                f"model_id={model_id!r}: stored vectors have {matrix.shape[1]} dimensions, "
-                f"the query {query.shape[0]}"
-            )
-        scores = matrix @ query
+        # a chunk scores by its best row (one row, or one per window); rows of a chunk are
+        # contiguous (read in rowid order), ``starts`` is where each chunk's rows begin
+        rows = matrix @ query
+        scores = rows if len(starts) == len(rows) else np.maximum.reduceat(rows, starts)
         # Walk the global order, checking the filters in SQL a block at a time (blocks grow
         # 4x): the first `limit` rows that pass are exactly the best `limit` the filters
         # allow, and the usual search reads a few dozen rows, not every row's filters.
@@ -389,26 +387,39 @@ class SQLiteSearchIndex:
             conn = self.store._conn
             return conn.total_changes, conn.execute("PRAGMA data_version").fetchone()[0]
 
-    def _vectors(self, model_id: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """Every vector of the model, read once and kept until the database changes.
+    def _vectors(self, model_id: str, dim: int) -> tuple[
+        npt.NDArray[np.int64], npt.NDArray[np.float32], npt.NDArray[np.intp]
+    ]:
+        """Every vector of the view, read once and kept until the database changes:
+        (chunk rowids, their rows stacked, where each chunk's rows start).
 
         The key (``_data_key``) moves with any write, here or in another process,
-        so the next search sees it: never a stale vector.
+        so the next search sees it: never a stale vector. One entry per view.
         """
         key = self._data_key()
         cached = self._cache.get(model_id)
-        if cached is not None and cached[0] == key:
-            return cached[1], cached[2]
+        if cached is not None and cached[0] == key and cached[2].shape[1:] == (dim,):
+            return cached[1], cached[2], cached[3]
         rows = self.store._read(
             "read vectors",
             "SELECT chunk_rowid, vector FROM chunk_vectors WHERE model_id = ? ORDER BY chunk_rowid",
             (model_id,),
         )
+        width = dim * 4
+        bad = [r for r, blob in rows if not blob or len(blob) % width]
+        if bad:
+            raise ValueError(
+                f"model_id={model_id!r}: stored vectors of {len(bad)} chunks are not rows of "
+                f"{dim} dimensions (the query's); a model change needs `reembed`"
+            )
+        counts = np.asarray([len(blob) // width for _, blob in rows], dtype=np.intp)
         rowids = np.asarray([r for r, _ in rows], dtype=np.int64)
         matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
-        matrix = matrix.reshape(len(rows), -1) if rows else matrix.reshape(0, 0)
-        self._cache = {model_id: (key, rowids, matrix)}
-        return rowids, matrix
+        matrix = matrix.reshape(-1, dim)
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.intp) if rows \
+            else np.zeros(0, dtype=np.intp)
+        self._cache[model_id] = (key, rowids, matrix, starts)
+        return rowids, matrix, starts
 
     def filtered_chunks(self, filters: SearchFilters, limit: int) -> list[Chunk]:
         rows = self.store._read(
@@ -454,12 +465,14 @@ class SQLiteSearchIndex:
         )
         return [(cid, text_to_embed(Chunk.model_validate_json(body))) for cid, body, _ in rows]
 
-    def put_vectors(self, model_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
+    def put_vectors(
+        self, model_id: str, vectors: Mapping[str, Sequence[float] | Sequence[Sequence[float]]]
+    ) -> int:
         statements = [
             (
                 "INSERT OR REPLACE INTO chunk_vectors(chunk_rowid, model_id, vector) "
                 "SELECT rowid, ?, ? FROM chunks WHERE chunk_id = ?",
-                (model_id, np.asarray(vector, dtype=np.float32).tobytes(), cid),
+                (model_id, vector_rows(vector).tobytes(), cid),  # windows: rows, one blob
             )
             for cid, vector in vectors.items()
         ]

@@ -71,7 +71,7 @@ def test_a_repeated_question_is_encoded_once_and_answered_the_same() -> None:
     assert encoder.encoded == ["refund window", "refund damage"]
     assert first.status == again.status == other.status == "ok"
     assert [p.chunk_id for p in again.passages] == [p.chunk_id for p in first.passages]
-    assert service.query_vectors is not None and service.query_vectors.hits == 1
+    assert service.query_vectors[encoder.model_id].hits == 1
     service.close()
 
 

@@ -24,6 +24,7 @@ from support.chunks import make_chunk
 
 from chunker.model import Chunk, Neighbours
 from embeddings.encoder import TextKind, Vectors
+from embeddings.views import DenseView
 from retrieval.models import MAX_QUESTION_CHARS, SearchRequest
 from retrieval.service import SearchService
 from store.elasticsearch import ElasticsearchStore
@@ -519,3 +520,76 @@ def test_keyword_leg_meets_inflections_and_customer_keywords_in_each_language(
     assert ids(customer) == ["monsoon@v1#rule"]
     turkish = svc.search(ask("iade limiti", language="tr", k=1), frozenset())
     assert ids(turkish) == ["iade@v1#kural"]
+
+
+# -- views: windows and several encoders ---------------------------------------
+def test_a_chunk_scores_by_its_best_window_and_keeps_one_vector_per_view(index: Index) -> None:
+    """A windowed view stores a row per window; the dense leg scores a chunk by its best
+    row. Vectors are kept per view id: a second view of the same chunks leaves the
+    first as it was, and each view has its own backlog."""
+    index.add([chunk("refunds", "window", "refund window sixty days"),
+               chunk("travel", "luggage", "luggage allowance one bag")])
+    index.search.put_vectors("lookup@8+w150s75", {
+        "refunds@v1#window": [unit(1, 0), unit(0, 0, 1)],  # two windows, the 2nd on topic
+        "travel@v1#luggage": unit(0, 1),
+    })
+    index.search.put_vectors("lookup@8", {"refunds@v1#window": unit(1, 0)})
+    index.store.refresh()
+    query = np.asarray(unit(0, 0, 1), dtype=np.float32)
+    windowed = index.search.vector_search("lookup@8+w150s75", query, SearchFilters(DAY), 10)
+    assert windowed[0].chunk_id == "refunds@v1#window"
+    assert windowed[0].score == pytest.approx(1.0, abs=1e-5)
+    whole = index.search.vector_search("lookup@8", query, SearchFilters(DAY), 10)
+    assert [h.chunk_id for h in whole] == ["refunds@v1#window"]
+    assert whole[0].score == pytest.approx(0.0, abs=1e-5)
+    assert index.search.vector_backlog("lookup@8+w150s75")[0] == 0
+    assert index.search.vector_backlog("lookup@8")[0] == 1
+    assert index.search.without_vectors("lookup@8", ["travel@v1#luggage"]) == {
+        "travel@v1#luggage"}
+    # a chunk deleted takes every view's vectors with it
+    index.store.delete_chunks(["refunds@v1#window"])
+    index.store.refresh()
+    left = index.search.vector_search("lookup@8+w150s75", query, SearchFilters(DAY), 10)
+    assert [h.chunk_id for h in left] == ["travel@v1#luggage"]
+
+
+@pytest.mark.parametrize("bad", [[], [[]], [[1.0, float("nan")] + [0.0] * (DIMS - 2)],
+                                 [[1.0] * DIMS, [1.0] * (DIMS - 1)]],
+                         ids=["empty", "empty-row", "nan", "ragged-rows"])
+def test_a_bad_vector_value_is_refused_and_stores_nothing(index: Index, bad: Any) -> None:
+    index.add([chunk("refunds", "window", "refund window sixty days")])
+    with pytest.raises(ValueError, match="vector"):
+        index.search.put_vectors("lookup@8", {"refunds@v1#window": bad})
+    index.store.refresh()
+    assert index.search.vector_backlog("lookup@8")[0] == 1
+
+
+class OtherEncoder(LookupEncoder):
+    model_id = "other@8"
+
+
+def test_search_fuses_every_view_and_works_on_with_one_removed(index: Index) -> None:
+    """Two encoders, two dense legs: the chunk that only the second view sees is found;
+    dropping that view leaves search answering from the first (and keyword)."""
+    index.add([chunk("refunds", "window", "refund window sixty days"),
+               chunk("travel", "luggage", "luggage allowance one bag"),
+               chunk("travel", "pets", "small animals travel in a carrier")])
+    index.search.put_vectors("lookup@8", {
+        "refunds@v1#window": unit(1, 0), "travel@v1#luggage": unit(0, 1),
+        "travel@v1#pets": unit(0, 0, 1)})
+    index.search.put_vectors("other@8", {
+        "refunds@v1#window": unit(0, 1), "travel@v1#luggage": unit(0, 0, 1),
+        "travel@v1#pets": unit(1, 0)})
+    index.store.refresh()
+    question = "can my cat come along"  # no keyword in any chunk
+    first = LookupEncoder({question: unit(1, 0.2)})  # first view: refunds
+    second = OtherEncoder({question: unit(1, 0.1)})  # second view: pets
+    both = service(index, views=[DenseView(first), DenseView(second)], threshold=0.5)
+    response = both.search(ask(question, neighbours=False, k=2), frozenset())
+    assert response.status == "ok" and response.legs == ["dense"]
+    assert set(ids(response)) == {"refunds@v1#window", "travel@v1#pets"}
+    one = service(index, views=[DenseView(first)], threshold=0.5)
+    alone = one.search(ask(question, neighbours=False, k=1), frozenset())
+    assert ids(alone) == ["refunds@v1#window"]
+    both.close()
+    one.close()

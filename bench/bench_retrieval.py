@@ -76,7 +76,7 @@ from bench.retrieval_protocol import (  # noqa: E402
 from embeddings.backfill import reembed  # noqa: E402
 from embeddings.cache import CachedEncoder, EmbeddingCache, InMemoryEmbeddingCache  # noqa: E402
 from embeddings.cache_sqlite import SQLiteEmbeddingCache  # noqa: E402
-from embeddings.encoder import Encoder  # noqa: E402
+from embeddings.registry import ENCODER_NAMES, encoder_by_name  # noqa: E402
 from embeddings.views import DenseView, parse_view_specs, whole  # noqa: E402
 from events.model import Action, ChangeEvent  # noqa: E402
 from indexing.core import Indexer  # noqa: E402
@@ -131,18 +131,6 @@ def public_sets(shared: Path) -> tuple[QuestionSet, ...]:
                     {**PUBLIC, "agents": frozenset({"public", "agents"})}),
         QuestionSet("legalmattic", ROOT / "eval" / "legalmattic-qa.jsonl", legalmattic, PUBLIC),
     )
-
-
-def make_encoder(name: str) -> Encoder | None:
-    if name == "none":
-        return None
-    if name == "hashing":
-        from embeddings.hashing import HashingEncoder  # noqa: PLC0415
-
-        return HashingEncoder()
-    from embeddings.minilm import MiniLMEncoder  # noqa: PLC0415
-
-    return MiniLMEncoder()
 
 
 @contextmanager
@@ -343,9 +331,8 @@ def run(args: argparse.Namespace) -> RunReport:
             cache = lite
     encoders = {}
     for name in names:
-        inner = make_encoder(name)
-        assert inner is not None and cache is not None
-        encoders[name] = CachedEncoder(inner, cache)
+        assert cache is not None
+        encoders[name] = CachedEncoder(encoder_by_name(name), cache)
     views = make_views(spec, encoders)
     report = RunReport(
         date=date.today().isoformat(),
@@ -389,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--store", choices=("sqlite", "memory", "elasticsearch"),
                         default="sqlite")
-    parser.add_argument("--encoder", choices=("minilm", "hashing", "none"), default="minilm")
+    parser.add_argument("--encoder", choices=(*ENCODER_NAMES, "none"), default="minilm")
     parser.add_argument("--views", default=None,
                         help="dense views, NAME[+wWORDS[sSTRIDE]][*WEIGHT],... (overrides "
                              "--encoder), e.g. minilm,minilm+w150s75")

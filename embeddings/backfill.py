@@ -157,6 +157,47 @@ class VectorBackfill:
                 stop.wait(idle_s)
 
 
+class ViewBackfills:
+    """The backfill of every dense view, a round of each in turn, in one thread.
+
+    The gauges say the worst of them: the backlog is the sum, the lag the oldest
+    chunk any view still lacks a vector for.
+    """
+
+    def __init__(self, backfills: Sequence[VectorBackfill]) -> None:
+        if not backfills:
+            raise ValueError("no dense view to backfill")
+        self.backfills = list(backfills)
+        metrics = self.backfills[0].metrics
+        self.metrics = metrics
+        if metrics is not None:
+            metrics.vector_lag.set_function(self.lag_seconds)
+
+    def lag_seconds(self) -> float:
+        return max(b.lag_seconds() for b in self.backfills)
+
+    def run_once(self) -> int:
+        written = 0
+        for backfill in self.backfills:
+            try:
+                written += backfill.run_once()
+            except Exception:  # one view failing must not starve the others
+                log.exception("vector backfill round failed", model_id=backfill.model_id)
+                if backfill.metrics is not None:
+                    backfill.metrics.backfill_errors.inc()
+        if self.metrics is not None:
+            self.metrics.vector_backlog.set(sum(b.backlog for b in self.backfills))
+        return written
+
+    def run_forever(self, stop: threading.Event, idle_s: float) -> None:
+        """Rounds of every view until ``stop``; waits ``idle_s`` when none wrote anything."""
+        if idle_s <= 0:
+            raise ValueError(f"idle_s must be > 0, got {idle_s!r}")
+        while not stop.is_set():
+            if self.run_once() == 0:
+                stop.wait(idle_s)
+
+
 def reembed(index: VectorIndex, encoder: CachedEncoder, progress: bool = True,
             *, batch_size: int = 32, view_id: str | None = None,
             windows: Windows = whole) -> int:

@@ -25,6 +25,8 @@ from consumers.retry import RetryPolicy
 if TYPE_CHECKING:
     from webhooks.limits import HttpLimits
 from deleter.sweep import DEFAULT_GRACE
+from embeddings.registry import ENCODER_NAMES
+from embeddings.views import parse_view_specs
 from policy_indexer.runtime.probes import ProbePolicy
 from sources.hidden import parse_hidden_allow
 from sources.label_defaults import parse_label_defaults
@@ -434,6 +436,13 @@ class Settings(BaseSettings):
         description="Dense leg: 'minilm' (int8 all-MiniLM-L6-v2, shipped in a package, CPU), "
         "'hashing' (a small deterministic encoder, no model), 'none' (keyword leg only).",
     )
+    encoders: str | None = Field(
+        None, description="Dense views, one dense leg each, fused: a comma-separated list of "
+        "NAME[+wWORDS[sSTRIDE]][*WEIGHT] (NAME: minilm, bge-small, e5-small, hashing; "
+        "+wWORDS: the chunk cut into windows of WORDS words, scored by its best window; "
+        "*WEIGHT: the leg's share in the fusion). The first is the primary: its cosine is "
+        "the confidence. Unset: the chosen default (docs/search.md); empty: keyword only.",
+    )
     search_threshold: float | None = Field(
         None, description="The 'no document' threshold; None: the measured default."
     )
@@ -589,6 +598,16 @@ class Settings(BaseSettings):
             keep_alive_s=self.http_keep_alive_seconds,
             max_connections=self.http_max_connections,
         )
+
+    @field_validator("encoders")
+    @classmethod
+    def _known_views(cls, value: str | None) -> str | None:
+        if value is not None:
+            names = {spec.name for spec in parse_view_specs(value)} - set(ENCODER_NAMES)
+            if names:
+                raise ValueError(f"unknown encoder {sorted(names)}; known: "
+                                 f"{', '.join(ENCODER_NAMES)}")
+        return value
 
     @field_validator("search_metrics_token")
     @classmethod

@@ -57,8 +57,11 @@ def bulk(
     conflicts: set[str] | None = None,
     max_actions: int = BULK_MAX_ACTIONS,
     max_bytes: int = BULK_MAX_BYTES,
+    refresh: str | None = None,
 ) -> list[tuple[str, str]]:
     """Send the lines in batches cut by count and bytes; check every item.
+
+    ``refresh="wait_for"``: each batch returns once a search sees it.
 
     Returns (id, reason) for items refused for their content. A transient
     item failure (429, 5xx) raises ``TransientStoreError``: writing again is
@@ -67,7 +70,8 @@ def bulk(
     refused: list[tuple[str, str]] = []
     for batch in batches(lines, max_actions, max_bytes):
         payload = b"".join(body for _, body in batch)
-        resp = translate(what, client.bulk, operations=payload)
+        options = {} if refresh is None else {"refresh": refresh}
+        resp = translate(what, client.bulk, operations=payload, **options)
         if not resp.get("errors") and deleted is None:  # every item succeeded
             continue
         for item in resp["items"]:

@@ -285,9 +285,12 @@ class ElasticsearchSearchIndex:
             action = json.dumps({"update": {"_index": self.index, "_id": cid}})
             doc = json.dumps({"doc": {field: [{"v": row} for row in matrix.tolist()]}})
             lines.append((cid, f"{action}\n{doc}\n".encode()))
+        # wait_for: the backfill's next look at the backlog sees these vectors, so no chunk
+        # is offered (and written) again while the index has not refreshed
         refused = bulk(
             self.client, lines, "put vectors",
             max_actions=self.store.bulk_max_actions, max_bytes=self.store.bulk_max_bytes,
+            refresh="wait_for",
         )
         gone = [cid for cid, why in refused if "document_missing" in why]
         bad = [(cid, why) for cid, why in refused if "document_missing" not in why]

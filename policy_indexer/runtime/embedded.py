@@ -251,11 +251,12 @@ def _start_search(settings: Settings, backends: EmbeddedBackends,
     refresher = search.freshness_part(settings)
     if refresher is not None:
         parts.start(refresher)
-    if search.encoder is None:
+    if not search.views:
         vectors = "off (POLICY_INDEXER_SEARCH_ENCODER=none: keyword search only)"
     else:
-        parts.start(backfill_part(settings, backends, registry, search.encoder))
-        vectors = f"{search.encoder.model_id}, following the index (keyword search at once)"
+        parts.start(backfill_part(settings, backends, search.views))
+        vectors = (f"{', '.join(v.view_id for v in search.views)}, following the index "
+                   "(keyword search at once)")
     if settings.search_api_keys is None and settings.search_api_keys_file is None:
         served = "off (no POLICY_INDEXER_SEARCH_API_KEYS: `policy-indexer search` works)"
     else:

@@ -9,11 +9,12 @@ label set in ``search_api_keys`` (HTTP and MCP).
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,9 +22,10 @@ import structlog
 from prometheus_client import CollectorRegistry
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from embeddings.cache import CachedEncoder
-from embeddings.encoder import Encoder
+from embeddings.cache import CachedEncoder, EmbeddingCache
 from embeddings.metrics import EmbeddingMetrics
+from embeddings.registry import encoder_by_name
+from embeddings.views import DenseView, ViewSpec, parse_view_specs, whole
 from policy_indexer.runtime.backends import Backends, open_backends
 from policy_indexer.runtime.freshness import PassageFreshness
 from policy_indexer.runtime.http import MetricsServer, process_registry
@@ -43,6 +45,7 @@ from retrieval.searcher import Searcher, TellsNoAccess
 from retrieval.service import SearchService
 from store.base import Store
 from store.errors import StoreError
+from store.search_terms import embed_windows
 
 if TYPE_CHECKING:
     from retrieval.eval import EvalReport
@@ -55,17 +58,36 @@ class SearchNotConfigured(ValueError):
     """A search setting is missing or unusable; the message names it."""
 
 
-def make_encoder(settings: Settings) -> Encoder | None:
-    """The dense leg's encoder, or None for the keyword leg alone."""
+# The dense views when POLICY_INDEXER_ENCODERS is unset (chosen by bench/bench_retrieval.py
+# on every public question set; docs/search.md "Dense views").
+DEFAULT_VIEWS = "minilm"
+
+
+def view_specs(settings: Settings) -> list[ViewSpec]:
+    """The configured dense views: ``encoders``, else the default (``search_encoder``
+    names the encoder of the default, or ``none`` for the keyword leg alone)."""
+    if settings.encoders is not None:
+        return parse_view_specs(settings.encoders)
     if settings.search_encoder == "none":
-        return None
-    if settings.search_encoder == "hashing":
-        from embeddings.hashing import HashingEncoder  # noqa: PLC0415
+        return []
+    return parse_view_specs(DEFAULT_VIEWS if settings.search_encoder == "minilm"
+                            else settings.search_encoder)
 
-        return HashingEncoder()
-    from embeddings.minilm import MiniLMEncoder  # noqa: PLC0415
 
-    return MiniLMEncoder(threads=settings.embed_threads)
+def make_views(settings: Settings, cache: EmbeddingCache,
+               metrics: EmbeddingMetrics | None) -> list[DenseView]:
+    """The dense views, each encoder built once (and checked now: a missing model file is
+    a one-line error at start) behind the one passage cache."""
+    encoders: dict[str, CachedEncoder] = {}
+    views = []
+    for spec in view_specs(settings):
+        if spec.name not in encoders:
+            inner = encoder_by_name(spec.name, threads=settings.embed_threads)
+            encoders[spec.name] = CachedEncoder(inner, cache, metrics)
+        windows = whole if spec.shape is None else functools.partial(
+            embed_windows, words=spec.shape.words, stride=spec.shape.stride)
+        views.append(DenseView(encoders[spec.name], spec.shape, windows, spec.weight))
+    return views
 
 
 def make_reranker(settings: Settings) -> Reranker | None:
@@ -96,6 +118,7 @@ class SearchParts:
     close: Callable[[], None]
     run_log: RunLog | None = None
     checker: CitationChecker | None = None
+    views: list[DenseView] = field(default_factory=list)  # the first one's encoder: encoder
 
     def recording(self, registry: CollectorRegistry | None = None) -> Searcher:
         """The service, each answer recorded as a run (with ``run_id``) when there is a log."""
@@ -126,14 +149,15 @@ def search_service(settings: Settings, backends: Backends,
     """
     reranker = make_reranker(settings) if rerank else None
     index = backends.search_index()
-    inner = make_encoder(settings)
-    cached: CachedEncoder | None = None
+    views: list[DenseView] = []
     closers: list[Callable[[], None]] = []
-    if inner is not None:
+    if view_specs(settings):
         cache = backends.embedding_cache()
         closers.append(cache.close)
         metrics = EmbeddingMetrics.create(registry) if registry is not None else None
-        cached = CachedEncoder(inner, cache, metrics)
+        views = make_views(settings, cache, metrics)
+    cached = views[0].encoder if views else None
+    assert cached is None or isinstance(cached, CachedEncoder)
     fresh: PassageFreshness | None = None
     if freshness and settings.source_kind is not None:
         source = open_configured_source(settings)
@@ -142,7 +166,7 @@ def search_service(settings: Settings, backends: Backends,
         fresh.refresh()
     options = {} if settings.search_threshold is None else {
         "threshold": settings.search_threshold, "keyword_threshold": settings.search_threshold}
-    service = SearchService(index, cached, freshness=fresh, reranker=reranker,
+    service = SearchService(index, None, views=views, freshness=fresh, reranker=reranker,
                             reranker_candidates=settings.reranker_candidates,
                             **options)  # type: ignore[arg-type]
 
@@ -158,7 +182,7 @@ def search_service(settings: Settings, backends: Backends,
         for closer in closers:
             closer()
 
-    return SearchParts(service, cached, fresh, close, run_log, checker)
+    return SearchParts(service, cached, fresh, close, run_log, checker, views)
 
 
 def credentials(settings: Settings) -> Credentials:
@@ -188,16 +212,28 @@ def credentials(settings: Settings) -> Credentials:
         raise SearchNotConfigured(f"{where}: {exc}") from exc
 
 
-def backfill_part(settings: Settings, backends: Backends, registry: CollectorRegistry,
-                  encoder: CachedEncoder) -> ThreadPart:
-    """The vector backfill as a part: chunks are keyword-searchable at once, vectors follow."""
-    from embeddings.backfill import VectorBackfill  # noqa: PLC0415
+def backfill_part(settings: Settings, backends: Backends, views: Sequence[DenseView],
+                  ) -> ThreadPart:
+    """The vector backfill of every view as a part: chunks are keyword-searchable at once,
+    vectors follow."""
+    from embeddings.backfill import VectorBackfill, ViewBackfills  # noqa: PLC0415
 
-    backfill = VectorBackfill(backends.search_index(), encoder,
-                              batch_size=settings.embed_batch_size)
+    index = backends.search_index()
+    backfills = ViewBackfills([
+        VectorBackfill(index, _cached(view), batch_size=settings.embed_batch_size,
+                       view_id=view.view_id, windows=view.windows)
+        for view in views
+    ])
     stop = threading.Event()
     return ThreadPart("vector backfill",
-                      lambda: backfill.run_forever(stop, settings.embed_idle_seconds), stop.set)
+                      lambda: backfills.run_forever(stop, settings.embed_idle_seconds), stop.set)
+
+
+def _cached(view: DenseView) -> CachedEncoder:
+    encoder = view.encoder
+    if not isinstance(encoder, CachedEncoder):
+        raise TypeError(f"view {view.view_id!r}: its encoder is not behind the passage cache")
+    return encoder
 
 
 # A document id no library holds: its lookup is the search server's readiness probe.
@@ -349,17 +385,20 @@ def embed(settings: Settings, *, once: bool) -> int:
     # reranker) would be wasted
     with searching(settings, registry, freshness=False, rerank=False,
                    runs=False) as (backends, search):
-        if search.encoder is None:
-            raise SearchNotConfigured("POLICY_INDEXER_SEARCH_ENCODER=none: nothing to embed")
+        if not search.views:
+            raise SearchNotConfigured("POLICY_INDEXER_SEARCH_ENCODER=none (or "
+                                      "POLICY_INDEXER_ENCODERS empty): nothing to embed")
         if once:
-            return reembed(backends.search_index(), search.encoder, progress=True,
-                           batch_size=settings.embed_batch_size)
+            return sum(reembed(backends.search_index(), _cached(view), progress=True,
+                               batch_size=settings.embed_batch_size, view_id=view.view_id,
+                               windows=view.windows)
+                       for view in search.views)
         with Supervisor() as parts:
             server = MetricsServer(settings.metrics_host, settings.metrics_port, registry,
                                    policy=settings.probe_policy())
             parts.start(server)
-            parts.start(backfill_part(settings, backends, registry, search.encoder))
-            log.info("vector backfill started", model_id=search.encoder.model_id,
+            parts.start(backfill_part(settings, backends, search.views))
+            log.info("vector backfill started", views=[v.view_id for v in search.views],
                      metrics_port=server.port)
             parts.run_until_stopped()
     return 0
@@ -379,7 +418,7 @@ def evaluate_file(settings: Settings, qa_path: Path,
         service = search.service
         reranker = service.reranker
         unthresholded = SearchService(
-            service.index, service.encoder, threshold=-1e9, keyword_threshold=-1e9,
+            service.index, None, views=service.views, threshold=-1e9, keyword_threshold=-1e9,
             reranker=WithThreshold(reranker, -1e9) if reranker is not None else None,
             reranker_candidates=service.reranker_candidates)
         return evaluate(service, rows, profiles, unthresholded=unthresholded)

@@ -10,7 +10,6 @@ filters, provenance, statuses); the ranking is measured by ``eval``.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -19,36 +18,20 @@ from typing import Any
 
 import httpx
 import pytest
+from support.search_cli import (
+    AGENT_KEY,
+    AS_OF,
+    HANDBOOK_QUESTION,
+    LIBRARY,
+    RIDER_KEY,
+    cli,
+    environment,
+    search,
+)
 from support.waiting import wait_until
 from support.workers import CLI, free_port
 
 from store.elasticsearch import ElasticsearchStore
-
-LIBRARY = Path(__file__).resolve().parents[2] / "examples" / "library"
-RIDER_KEY = "rider-key-0123456789abcdef"
-AGENT_KEY = "agent-key-0123456789abcdef"
-KEYS = {"rider": {"key": RIDER_KEY, "labels": ["public"]},
-        "agent": {"key": AGENT_KEY, "labels": ["public", "agents"]}}
-# Asked on a date where the seasonal rules and the promotion are not valid (2027 ones).
-AS_OF = "2026-12-01"
-HANDBOOK_QUESTION = "goodwill credit limits for agents"
-
-
-def environment(**settings: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("POLICY_INDEXER_")}
-    env.update({
-        "POLICY_INDEXER_SOURCE_KIND": "folder",
-        "POLICY_INDEXER_SOURCE_PATH": str(LIBRARY),
-        "POLICY_INDEXER_SEARCH_API_KEYS": json.dumps(KEYS),
-        "POLICY_INDEXER_LOG_LEVEL": "WARNING",
-        **{f"POLICY_INDEXER_{k.upper()}": v for k, v in settings.items()},
-    })
-    return env
-
-
-def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CLI, *args], env=env, capture_output=True, text=True, timeout=300,
-                          check=False)
 
 
 def index_the_library(env: dict[str, str]) -> None:
@@ -57,13 +40,6 @@ def index_the_library(env: dict[str, str]) -> None:
     embedded = cli(env, "embed", "--once")
     assert embedded.returncode == 0, embedded.stderr
     assert "embedded" in embedded.stdout and int(embedded.stdout.split()[1]) > 0
-
-
-def search(env: dict[str, str], question: str, *args: str) -> dict[str, Any]:
-    done = cli(env, "search", question, "--as-of", AS_OF, "--json", *args)
-    assert done.returncode == 0, done.stderr
-    answer: dict[str, Any] = json.loads(done.stdout)
-    return answer
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -42,7 +43,7 @@ class FakeIndex:
         self.asked.append(limit)
         return [(cid, self.chunks[cid][0]) for cid in self._missing(model_id)[:limit]]
 
-    def put_vectors(self, model_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
+    def put_vectors(self, model_id: str, vectors: Mapping[str, Any]) -> int:
         if self.refuse:
             return 0
         stored = 0

@@ -77,7 +77,7 @@ from embeddings.backfill import reembed  # noqa: E402
 from embeddings.cache import CachedEncoder, EmbeddingCache, InMemoryEmbeddingCache  # noqa: E402
 from embeddings.cache_sqlite import SQLiteEmbeddingCache  # noqa: E402
 from embeddings.registry import ENCODER_NAMES, encoder_by_name  # noqa: E402
-from embeddings.views import DenseView, parse_view_specs, whole  # noqa: E402
+from embeddings.views import DEFAULT_VIEWS, DenseView, parse_view_specs, whole  # noqa: E402
 from events.model import Action, ChangeEvent  # noqa: E402
 from indexing.core import Indexer  # noqa: E402
 from indexing.model import Outcome  # noqa: E402
@@ -315,7 +315,8 @@ def commit() -> str:
 
 def run(args: argparse.Namespace) -> RunReport:
     spec = args.views if args.views is not None else (
-        "" if args.encoder == "none" else args.encoder)
+        "" if args.encoder == "none" else DEFAULT_VIEWS if args.encoder == "minilm"
+        else args.encoder)
     names = list(dict.fromkeys(v.name for v in parse_view_specs(spec)))
     cache: EmbeddingCache | None = None
     closers: list[Callable[[], None]] = []
@@ -379,7 +380,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--encoder", choices=(*ENCODER_NAMES, "none"), default="minilm")
     parser.add_argument("--views", default=None,
                         help="dense views, NAME[+wWORDS[sSTRIDE]][*WEIGHT],... (overrides "
-                             "--encoder), e.g. minilm,minilm+w150s75")
+                             f"--encoder; default: {DEFAULT_VIEWS}), e.g. minilm,bge-small+w150")
     parser.add_argument("--elasticsearch", default="http://127.0.0.1:9200")
     parser.add_argument("--rrf-k", type=int, default=None,
                         help="the fusion constant (default: the service's)")

@@ -28,6 +28,11 @@ from embeddings.encoder import Encoder
 
 Windows = Callable[[str], list[str]]
 
+# The views when none are configured: chosen by bench/bench_retrieval.py on every public
+# question set at once (docs/search.md "Dense views"): MiniLM over windows of 150 words, a
+# new one every 75 (a window and its heading path fit MiniLM's 256 tokens).
+DEFAULT_VIEWS = "minilm+w150s75"
+
 _VIEW_ID = re.compile(r"^[A-Za-z0-9._@+\-]{1,160}$")
 
 

@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from embeddings.cache import CachedEncoder, EmbeddingCache
 from embeddings.metrics import EmbeddingMetrics
 from embeddings.registry import encoder_by_name
-from embeddings.views import DenseView, ViewSpec, parse_view_specs, whole
+from embeddings.views import DEFAULT_VIEWS, DenseView, ViewSpec, parse_view_specs, whole
 from policy_indexer.runtime.backends import Backends, open_backends
 from policy_indexer.runtime.freshness import PassageFreshness
 from policy_indexer.runtime.http import MetricsServer, process_registry
@@ -56,11 +56,6 @@ log = structlog.get_logger(__name__)
 
 class SearchNotConfigured(ValueError):
     """A search setting is missing or unusable; the message names it."""
-
-
-# The dense views when POLICY_INDEXER_ENCODERS is unset (chosen by bench/bench_retrieval.py
-# on every public question set; docs/search.md "Dense views").
-DEFAULT_VIEWS = "minilm"
 
 
 def view_specs(settings: Settings) -> list[ViewSpec]:

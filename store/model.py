@@ -35,12 +35,6 @@ class DocumentState:
     def tombstone_version(self) -> int | None:
         return self.version if self.deleted else None
 
-    def owned_elsewhere(self, source: str | None) -> bool:
-        """Does another source than ``source`` own this document? The monitor, ``status``
-        and the reconcile compare a document only with its own source; an unowned one
-        (and any, when ``source`` is None) is compared with whichever source is asked."""
-        return source is not None and self.owner is not None and self.owner != source
-
 
 @dataclass(frozen=True)
 class ChunkRef:

@@ -82,7 +82,8 @@ class Replayed:
     def start_reads(self, es_urls: list[str]) -> None:
         """Once the first commit landed (the indices exist), until ``finish``."""
         self.wait_committed(1, "the first committed change")
-        self.load = ReadLoad(es_urls, self.pipeline.unique)
+        ids = sorted({event.document_id for event in self.events})
+        self.load = ReadLoad(es_urls, self.pipeline.unique, ids)
         self.load.start()
 
     def check_workers(self) -> None:
@@ -132,6 +133,7 @@ class Replayed:
                 "searches": reads.searches, "searches_failed": len(reads.search_failures),
                 "state_scans": reads.state_scans,
                 "state_scans_failed": len(reads.state_failures),
+                "search_view_older_versions": len(reads.search_view_regressions),
                 "read_errors": dict(reads.errors),
                 "replay_to_lag_zero_s": round(self.marks["lag_zero"]
                                               - self.marks["replay_started"], 1)}

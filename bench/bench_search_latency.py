@@ -58,10 +58,10 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -82,6 +82,9 @@ from store.model import DocumentState  # noqa: E402
 from store.search import fts5_match  # noqa: E402
 from store.sqlite import SQLiteStore  # noqa: E402
 from store.sqlite_search import SQLiteSearchIndex  # noqa: E402
+
+if TYPE_CHECKING:  # the code of --baseline REV may have no dense views
+    from embeddings.views import DenseView
 
 SHARED = ROOT.parent / "shared"
 CORPUS = SHARED / "corpora" / "basecamp-policies.jsonl"
@@ -145,7 +148,10 @@ def generate(n_chunks: int, words: list[str], seed: int = 17
         yield chunks, DocumentState(doc, 1, T0, T0, tuple(ids))
 
 
-def fill(store: Any, search: Any, n_chunks: int, words: list[str], model_id: str) -> float:
+def fill(store: Any, search: Any, n_chunks: int, words: list[str], model_id: str, *,
+         views: Sequence[tuple[str, int]] = ()) -> float:
+    """Writes the library; random unit vectors under ``model_id`` (one a chunk) and under
+    each (view id, rows a chunk) of ``views`` (windows: several rows a chunk)."""
     started = time.perf_counter()
     rng = np.random.default_rng(17)
     batch: list[Chunk] = []
@@ -155,9 +161,11 @@ def fill(store: Any, search: Any, n_chunks: int, words: list[str], model_id: str
         store.write_chunks(batch)
         for state in states:
             store.put_state(state)
-        vectors = rng.standard_normal((len(batch), DIM)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        search.put_vectors(model_id, {c.chunk_id: v for c, v in zip(batch, vectors, strict=True)})
+        for view_id, rows in ((model_id, 1), *views):
+            vectors = rng.standard_normal((len(batch), rows, DIM)).astype(np.float32)
+            vectors /= np.linalg.norm(vectors, axis=2, keepdims=True)
+            search.put_vectors(view_id, {c.chunk_id: v.tolist() if rows > 1 else v[0]
+                                         for c, v in zip(batch, vectors, strict=True)})
         batch.clear()
         states.clear()
 
@@ -228,12 +236,13 @@ def fts_bare(path: Path) -> tuple[Callable[[str], object], Callable[[], None]]:
     return bare, raw.close
 
 
-def sqlite_case(tmp: Path, n: int, words: list[str], model_id: str
+def sqlite_case(tmp: Path, n: int, words: list[str], model_id: str,
+                views: Sequence[tuple[str, int]] = (),
                 ) -> tuple[Any, Callable[[str], object], Callable[[], None], float]:
     store = SQLiteStore(tmp / f"bench-{n}.sqlite3")
     store.ensure_ready()
     search = SQLiteSearchIndex(store)
-    load_s = fill(store, search, n, words, model_id)
+    load_s = fill(store, search, n, words, model_id, views=views)
     bare, close_bare = fts_bare(store.path)
 
     def close() -> None:
@@ -243,7 +252,8 @@ def sqlite_case(tmp: Path, n: int, words: list[str], model_id: str
     return search, bare, close, load_s
 
 
-def es_case(url: str, n: int, words: list[str], model_id: str
+def es_case(url: str, n: int, words: list[str], model_id: str,
+            views: Sequence[tuple[str, int]] = (),
             ) -> tuple[Any, Callable[[str], object], Callable[[], None], float]:
     connected = ElasticsearchStore.connect(url, f"bench-lat-{uuid.uuid4().hex[:8]}",
                                            timeout_s=120)
@@ -251,7 +261,7 @@ def es_case(url: str, n: int, words: list[str], model_id: str
                                bulk_max_actions=1000)
     store.ensure_ready()
     search = ElasticsearchSearchIndex(store)
-    load_s = fill(store, search, n, words, model_id)
+    load_s = fill(store, search, n, words, model_id, views=views)
     started = time.perf_counter()
     store.client.options(request_timeout=1800).indices.forcemerge(
         index=store.names.chunks, max_num_segments=1)
@@ -279,13 +289,16 @@ def requests(count: int) -> list[SearchRequest]:
             for i in range(count)]
 
 
-def services(index: Any, encoder: Encoder | None, query_cache: bool
-             ) -> tuple[SearchService, SearchService]:
+def services(index: Any, encoder: Encoder | None, query_cache: bool,
+             views: Sequence[DenseView] | None = None) -> tuple[SearchService, SearchService]:
     """(answering, refusing) services; ``query_cache`` off keeps no question vectors, where
     the code measured has that cache at all (a baseline before it is measured as it is)."""
     options: dict[str, Any] = {"clock": lambda: AS_OF}
     if not query_cache and "query_cache_size" in inspect.signature(SearchService).parameters:
         options["query_cache_size"] = 0
+    if views is not None:  # the working tree's dense views (the baseline's code has none)
+        options["views"] = views
+        encoder = None
     return (SearchService(index, encoder, threshold=-1.0, keyword_threshold=-1.0, **options),
             SearchService(index, encoder, threshold=2.0, keyword_threshold=2.0, **options))
 
@@ -370,6 +383,9 @@ def main() -> None:
     parser.add_argument("--stores", nargs="+", choices=["sqlite", "elasticsearch"],
                         default=["sqlite", "elasticsearch"])
     parser.add_argument("--encoder", choices=["minilm", "none"], default="minilm")
+    parser.add_argument("--views", default="minilm+w150s75",
+                        help="dense views of the MiniLM encoder (default: the service's "
+                             "default, minilm+w150s75); 'minilm': the whole-chunk view alone")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--es-url", default="http://127.0.0.1:9200")
@@ -392,6 +408,14 @@ def main() -> None:
     if args.encoder == "minilm":
         encoder = MiniLMEncoder()
         model_id = encoder.model_id
+    from embeddings.views import DenseView, parse_view_specs  # noqa: PLC0415
+
+    # The default dense views over the one encoder: a windowed view has 2 rows a chunk (the
+    # public libraries average 1.67 windows a chunk), a whole one 1.
+    views = [DenseView(encoder, spec.shape) for spec in parse_view_specs(args.views)
+             ] if encoder is not None else []
+    stored = [(v.view_id, 2 if v.shape is not None else 1) for v in views
+              if v.view_id != model_id]
     words = corpus_words()
     asked = requests(args.queries)
     results: list[dict[str, Any]] = []
@@ -406,12 +430,15 @@ def main() -> None:
                             print(render(row), flush=True)
                     continue
                 if kind == "sqlite":
-                    index, bare, close, load_s = sqlite_case(Path(tmp), n, words, model_id)
+                    index, bare, close, load_s = sqlite_case(Path(tmp), n, words, model_id,
+                                                             stored)
                 else:
-                    index, bare, close, load_s = es_case(args.es_url, n, words, model_id)
+                    index, bare, close, load_s = es_case(args.es_url, n, words, model_id,
+                                                         stored)
                 load_before = os.getloadavg()[0]
                 try:
-                    service, refusing = services(index, encoder, args.query_cache == "on")
+                    service, refusing = services(index, encoder, args.query_cache == "on",
+                                                 views if encoder is not None else None)
                     figures = measure(service, refusing, bare, asked, warmup=args.warmup)
                 finally:
                     close()

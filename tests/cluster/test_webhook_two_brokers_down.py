@@ -24,7 +24,7 @@ from support.index_equality import assert_index_equals, expected_index
 from support.kafka_helpers import wait_for_lag_zero
 from support.kafka_topics import read_topic
 from support.waiting import wait_until
-from support.webhooks import SECRET, encode, payload
+from support.webhook_helpers import SECRET, encode, payload
 from support.workers import Pipeline, Worker
 
 from store.elasticsearch import ElasticsearchStore

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 from support.waiting import wait_until
-from support.webhooks import SECRET, encode, payload, signed_headers
+from support.webhook_helpers import SECRET, encode, payload, signed_headers
 from support.workers import CLI, free_port
 
 from transport.local_queue import LocalQueue

@@ -29,7 +29,7 @@ from support.embedded_run import (
     status_json,
     within,
 )
-from support.webhooks import encode, payload, signed_headers
+from support.webhook_helpers import encode, payload, signed_headers
 from support.workers import CLI, free_port
 
 from store.sqlite import SQLiteStore

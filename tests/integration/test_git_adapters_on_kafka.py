@@ -23,7 +23,7 @@ from support.git_library import git, github_push, octokit_push_example
 from support.kafka_topics import MAX_MESSAGE_BYTES
 from support.pipelines import kafka_pipeline
 from support.waiting import wait_until
-from support.webhooks import encode, payload
+from support.webhook_helpers import encode, payload
 
 from sources.git import GitSource
 from transport.kafka_producer import KafkaEventPublisher, KafkaPublisherConfig

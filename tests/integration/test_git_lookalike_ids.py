@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from support.git_library import git
-from support.webhooks import MemoryPublisher
+from support.webhook_helpers import MemoryPublisher
 
 from sources.base import UnreadableKind
 from sources.git import GitSource

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from support.git_library import git
-from support.webhooks import MemoryPublisher
+from support.webhook_helpers import MemoryPublisher
 
 from sources.base import UnreadableKind
 from sources.errors import SourceDataError

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from support.git_library import git
-from support.webhooks import MemoryPublisher
+from support.webhook_helpers import MemoryPublisher
 
 from events.model import Action
 from sources.git import GitSource

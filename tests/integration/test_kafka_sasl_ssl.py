@@ -23,7 +23,7 @@ import pytest
 from support.own_broker import SecuredBroker, secured_broker_under
 from support.tls_ca import CertificateAuthority
 from support.waiting import wait_until
-from support.webhooks import SECRET, encode, payload, signed_headers
+from support.webhook_helpers import SECRET, encode, payload, signed_headers
 from support.workers import CLI, Pipeline, free_port, healthz, readyz
 
 from store.elasticsearch import ElasticsearchStore

@@ -31,7 +31,7 @@ import httpx
 import pytest
 from support.embedded_run import EmbeddedRun, Process, clean_env, start_run
 from support.waiting import wait_until
-from support.webhooks import encode, payload, signed_headers
+from support.webhook_helpers import encode, payload, signed_headers
 from support.workers import CLI, free_port
 
 from store.sqlite import SQLiteStore

@@ -29,7 +29,7 @@ import httpx
 import pytest
 from support.embedded_run import EmbeddedRun, Process, clean_env
 from support.waiting import wait_until
-from support.webhooks import encode, payload, signed_headers
+from support.webhook_helpers import encode, payload, signed_headers
 from support.workers import free_port
 
 from events.model import MAX_SOURCE_VERSION, MAX_VERSION

@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 import pytest
 from prometheus_client import CollectorRegistry
-from support.webhooks import SECRET, MemoryPublisher, encode, payload, signed_headers
+from support.webhook_helpers import SECRET, MemoryPublisher, encode, payload, signed_headers
 
 from webhooks.app import create_app
 from webhooks.config import WebhookConfig

@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 from support.kafka_topics import MAX_MESSAGE_BYTES, read_topic, temporary_topic
 from support.own_broker import OwnBroker
 from support.waiting import wait_until
-from support.webhooks import SECRET, encode, payload
+from support.webhook_helpers import SECRET, encode, payload
 
 from transport.kafka_producer import KafkaEventPublisher, KafkaPublisherConfig
 from webhooks import signature

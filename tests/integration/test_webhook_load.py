@@ -15,7 +15,7 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 from support.kafka_topics import MAX_MESSAGE_BYTES, read_topic, temporary_topic
-from support.webhooks import OLD_SECRET, SECRET, encode, payload
+from support.webhook_helpers import OLD_SECRET, SECRET, encode, payload
 
 from transport.kafka_producer import KafkaEventPublisher, KafkaPublisherConfig
 from webhooks import signature

@@ -21,7 +21,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from support.kafka_topics import MAX_MESSAGE_BYTES, read_topic, temporary_topic
 from support.waiting import wait_until
-from support.webhooks import OLD_SECRET, SECRET, encode, payload
+from support.webhook_helpers import OLD_SECRET, SECRET, encode, payload
 
 from events.model import ChangeEvent
 from transport.kafka_producer import KafkaEventPublisher, KafkaPublisherConfig

@@ -23,10 +23,10 @@ SCRIPT = str(Path(__file__).resolve())
 def command(*args: str) -> list[str]:
     """The argv that runs ``policy-indexer ARGS`` through this entry point.
 
-    ``-P``: the script's folder (tests/support) is not put first on ``sys.path``, where
-    its ``sources.py``, ``webhooks.py``... would hide the real packages of those names.
+    The script's folder (tests/support) comes first on ``sys.path``: no module there is
+    named like a package (``tests/unit/architecture/test_test_suite_layout.py``).
     """
-    return [sys.executable, "-P", SCRIPT, *args]
+    return [sys.executable, SCRIPT, *args]
 
 
 if __name__ == "__main__":

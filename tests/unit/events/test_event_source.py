@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from support.webhooks import MemoryPublisher
+from support.webhook_helpers import MemoryPublisher
 
 from events.changelog import read_changelog
 from events.model import Action, ChangeEvent

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from support.chunks import make_chunk
-from support.sources import ListSource
+from support.source_fakes import ListSource
 from support.stores import STORE_FACTORIES, StoreFactory
 
 from metrics.monitor import FreshnessMonitor

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 from prometheus_client import CollectorRegistry
 from support.chunks import make_chunk
-from support.sources import ListSource
+from support.source_fakes import ListSource
 
 from metrics.collector import FreshnessCollector
 from metrics.freshness import FreshnessSnapshot, LagMemory, measure

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from support.index_equality import assert_index_equals, expected_index
 from support.reindex_library import Library
-from support.sources import ListSource
+from support.source_fakes import ListSource
 
 from indexing.core import Indexer
 from reindex.model import Outcome

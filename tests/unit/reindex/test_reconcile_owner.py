@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from support.chunks import fake_chunker
-from support.sources import ListSource
+from support.source_fakes import ListSource
 
 from events.model import Action, ChangeEvent
 from indexing.core import Indexer

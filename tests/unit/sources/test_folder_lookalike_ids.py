@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.webhooks import MemoryPublisher
+from support.webhook_helpers import MemoryPublisher
 
 from sources.base import UnreadableKind
 from sources.folder import MarkdownFolderSource, UnreadableFileError

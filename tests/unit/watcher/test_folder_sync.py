@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from support.webhooks import MemoryPublisher
+from support.webhook_helpers import MemoryPublisher
 
 from events.model import Action, ChangeEvent
 from store.memory import InMemoryStore

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from support.webhooks import MemoryPublisher
+from support.webhook_helpers import MemoryPublisher
 
 from indexing.core import Indexer
 from store.memory import InMemoryStore

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import watchfiles
 from support.waiting import wait_until
-from support.webhooks import MemoryPublisher
+from support.webhook_helpers import MemoryPublisher
 
 from events.model import ChangeEvent
 from sources.errors import SourceUnavailableError

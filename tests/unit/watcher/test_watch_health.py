@@ -11,7 +11,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 from support.waiting import wait_until
-from support.webhooks import MemoryPublisher
+from support.webhook_helpers import MemoryPublisher
 
 from policy_indexer.runtime.embedded import with_watcher
 from policy_indexer.runtime.http import MetricsServer, always_ok

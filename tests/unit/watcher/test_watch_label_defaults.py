@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support.webhooks import MemoryPublisher
+from support.webhook_helpers import MemoryPublisher
 
 from indexing.core import Indexer
 from sources.label_defaults import parse_label_defaults

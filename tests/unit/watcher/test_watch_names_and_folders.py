@@ -27,7 +27,7 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 from support.waiting import wait_until
-from support.webhooks import MemoryPublisher
+from support.webhook_helpers import MemoryPublisher
 
 from policy_indexer.runtime.embedded import with_watcher
 from policy_indexer.runtime.http import MetricsServer, always_ok
@@ -86,7 +86,7 @@ import json, os, sys
 sys.path.insert(0, sys.argv[2])
 from pathlib import Path
 from support.waiting import wait_until
-from support.webhooks import MemoryPublisher
+from support.webhook_helpers import MemoryPublisher
 from watcher.watch import start_watcher_thread
 
 root, out = Path(sys.argv[1]), {}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from support.webhooks import MemoryPublisher
+from support.webhook_helpers import MemoryPublisher
 
 
 @pytest.fixture

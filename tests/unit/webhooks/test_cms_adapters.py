@@ -27,7 +27,7 @@ from support.cms_signers import (
     strapi_blocks,
     strapi_event,
 )
-from support.webhooks import NOW, MemoryPublisher
+from support.webhook_helpers import NOW, MemoryPublisher
 
 from events.model import Action
 from webhooks.adapters.base import Adapter, Unauthorized, WebhookRequest

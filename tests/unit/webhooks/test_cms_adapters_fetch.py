@@ -21,7 +21,7 @@ from support.cms_signers import (
     sanity_headers,
     strapi_blocks,
 )
-from support.webhooks import NOW, MemoryPublisher
+from support.webhook_helpers import NOW, MemoryPublisher
 
 from events.model import Action
 from webhooks.adapters.base import Adapter

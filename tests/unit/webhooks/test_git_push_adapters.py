@@ -21,7 +21,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from starlette.testclient import TestClient
 from support.git_library import git, octokit_push_example
-from support.webhooks import NOW, MemoryPublisher
+from support.webhook_helpers import NOW, MemoryPublisher
 
 from events.model import Action
 from sources.git import GitSource

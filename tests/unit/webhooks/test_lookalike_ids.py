@@ -18,7 +18,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from starlette.testclient import TestClient
 from support.cms_signers import sanity_document
-from support.webhooks import NOW, SECRET, MemoryPublisher, payload, signed_headers
+from support.webhook_helpers import NOW, SECRET, MemoryPublisher, payload, signed_headers
 
 from events.model import ChangeEvent, check_document_id
 from webhooks.adapters import sanity

@@ -11,7 +11,7 @@ import anyio
 import httpx
 import pytest
 from prometheus_client import CollectorRegistry
-from support.webhooks import NOW, SECRET, MemoryPublisher, encode, payload, signed_headers
+from support.webhook_helpers import NOW, SECRET, MemoryPublisher, encode, payload, signed_headers
 
 from policy_indexer.runtime.webhook import webhook_config
 from policy_indexer.settings import Settings

@@ -16,7 +16,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from standardwebhooks.webhooks import Webhook
 from starlette.testclient import TestClient
-from support.webhooks import NOW, MemoryPublisher, encode, payload
+from support.webhook_helpers import NOW, MemoryPublisher, encode, payload
 
 from webhooks.adapters.standard import StandardWebhooksAdapter, decode_secret
 from webhooks.app import create_app

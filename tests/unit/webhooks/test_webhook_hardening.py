@@ -14,7 +14,14 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from starlette.testclient import TestClient
-from support.webhooks import NOW, OLD_SECRET, SECRET, MemoryPublisher, payload, signed_headers
+from support.webhook_helpers import (
+    NOW,
+    OLD_SECRET,
+    SECRET,
+    MemoryPublisher,
+    payload,
+    signed_headers,
+)
 
 from events.model import MAX_SOURCE_VERSION, MAX_VERSION
 from transport.publisher import PublishUnavailable

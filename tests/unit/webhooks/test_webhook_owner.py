@@ -16,7 +16,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from starlette.testclient import TestClient
 from support.cms_signers import sanity_document, sanity_headers
-from support.webhooks import NOW, SECRET, MemoryPublisher, encode, payload, signed_headers
+from support.webhook_helpers import NOW, SECRET, MemoryPublisher, encode, payload, signed_headers
 
 from sources.folder import MarkdownFolderSource
 from store.elasticsearch import ElasticsearchStore

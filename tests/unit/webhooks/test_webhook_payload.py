@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from support.webhooks import payload
+from support.webhook_helpers import payload
 
 from events.model import Action, ChangeEvent
 from webhooks.payload import WebhookPayload

@@ -18,7 +18,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from starlette.testclient import TestClient
 from structlog.testing import capture_logs
-from support.webhooks import (
+from support.webhook_helpers import (
     NOW,
     OLD_SECRET,
     SECRET,

@@ -33,7 +33,7 @@ DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 # so the board works where there is no namespace).
 SEL = 'job=~"$job", namespace=~"$namespace", instance=~"$instance"'
 COMPONENTS = 'component=~"worker|monitor|webhook|scheduler|embedded|search|embed"'
-# Settings' defaults (policy_indexer/settings.py); the generator stays dependency-free, and
+# Settings' defaults (policy_indexer/settings/); the generator stays dependency-free, and
 # tests/unit/deploy checks that these are still the defaults.
 DEFAULT_LAG_BOUND_S = 3600.0
 DEFAULT_LEFTOVER_BOUND_S = 1800.0

@@ -16,6 +16,6 @@ its settings section ``webhook_<name>_*``, its factory and, if a sender can be
 imitated, its signer), and ``registry.ADAPTERS`` lists every ``SPEC``. A new
 CMS is one module here with a class that satisfies ``Adapter`` and its
 ``SPEC``, its entry in ``registry.ADAPTERS`` and its settings in
-``policy_indexer/settings.py``; the route, the on/off rule and the messages
+``policy_indexer/settings/adapters.py``; the route, the on/off rule and the messages
 that list the adapters' settings follow from the registry.
 """

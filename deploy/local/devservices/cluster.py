@@ -18,6 +18,14 @@ Environment (defaults in brackets):
     POLICY_INDEXER_LOCAL_CLUSTER_ES_TRANSPORT_PORT     [19301: transport on 19301-19303]
     POLICY_INDEXER_LOCAL_CLUSTER_KAFKA_HEAP            [512m per broker]
     POLICY_INDEXER_LOCAL_ES_HEAP                       [512m per node, as the single node]
+    POLICY_INDEXER_LOCAL_CLUSTER_KAFKA_ADVERTISED_PORTS [none: each broker its own port]
+
+``..._ADVERTISED_PORTS`` (``BROKER=PORT[,BROKER=PORT]``, e.g. ``3=40123``) makes a broker
+still listen on its own port but advertise ``PORT``, where something else (a test's TCP
+proxy) forwards to it: clients, and the other brokers' replica fetchers, which follow the
+advertised address, then reach it only through that port; the controller quorum does not
+(it uses ``controller.quorum.voters``). Read when a broker starts: restart the broker to
+apply or undo it.
 """
 
 from __future__ import annotations
@@ -60,6 +68,12 @@ class ClusterLayout:
     es_transport_port: int
     kafka_heap: str
     nodes: int = NODES
+    # (broker, port): the broker advertises that port instead of its own (see above)
+    kafka_advertised: tuple[tuple[int, int], ...] = ()
+
+    def advertised(self, i: int) -> int:
+        """The port broker ``i`` advertises (its own unless ``kafka_advertised`` says so)."""
+        return dict(self.kafka_advertised).get(i, self.kafka(i))
 
     def kafka(self, i: int) -> int:
         return self.kafka_port + i - 1
@@ -112,11 +126,24 @@ def load_cluster(env: Mapping[str, str], base: Config) -> tuple[Config, ClusterL
         es_port=_int(env, "POLICY_INDEXER_LOCAL_CLUSTER_ES_PORT", 19201),
         es_transport_port=_int(env, "POLICY_INDEXER_LOCAL_CLUSTER_ES_TRANSPORT_PORT", 19301),
         kafka_heap=env.get("POLICY_INDEXER_LOCAL_CLUSTER_KAFKA_HEAP", "512m"),
+        kafka_advertised=_advertised_ports(env),
     )
     # The single broker's extra listeners and SCRAM users are not the cluster's.
     cfg = dataclasses.replace(base, state_dir=state, kafka_extra_properties=None,
                               kafka_scram_credentials=())
     return cfg, layout
+
+
+def _advertised_ports(env: Mapping[str, str]) -> tuple[tuple[int, int], ...]:
+    key = "POLICY_INDEXER_LOCAL_CLUSTER_KAFKA_ADVERTISED_PORTS"
+    pairs: list[tuple[int, int]] = []
+    for item in filter(None, (part.strip() for part in env.get(key, "").split(","))):
+        broker, sep, port = item.partition("=")
+        if not sep or not broker.strip().isdigit() or not 1 <= int(broker) <= NODES:
+            raise SystemExit(f"services: {key}={env[key]!r}: want BROKER=PORT, "
+                             f"BROKER in 1-{NODES}")
+        pairs.append((int(broker), _int({key: port.strip()}, key, 0)))
+    return tuple(pairs)
 
 
 def _cluster_id(cfg: Config) -> str:
@@ -134,7 +161,8 @@ def _prepare_kafka(layout: ClusterLayout, i: int, cfg: Config) -> Launch:
     voters = ",".join(f"{n}@{layout.host}:{layout.controller(n)}" for n in layout.indices)
     props = (LOCAL / "kafka" / "cluster.properties").read_text().format(
         node_id=i, voters=voters, host=layout.host, port=layout.kafka(i),
-        controller_port=layout.controller(i), data=home / "data",
+        advertised_port=layout.advertised(i), controller_port=layout.controller(i),
+        data=home / "data",
     )
     cluster_id = _cluster_id(cfg)  # a node never formatted gets the cluster's id
     return kafka_launch(cfg, home, props, lambda: cluster_id, heap_max=layout.kafka_heap)

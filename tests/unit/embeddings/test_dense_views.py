@@ -128,7 +128,15 @@ def test_a_windowed_view_stores_a_row_per_window_and_reuses_the_whole_view_cache
     assert len(inner.encoded) == 2 + 5
     assert index._vectors[long.chunk_id][view.view_id].shape == (5, 8)
     assert index._vectors[short.chunk_id][view.view_id].shape == (1, 8)
-    # a second run (a replay of the same library) encodes nothing
+    # a second run over the same index has nothing to do
     assert reembed(index, cached, progress=False, view_id=view.view_id,
                    windows=view.windows) == 0
+    # a second replay into a fresh index: every window vector comes from the cache
+    again = InMemoryStore()
+    again.write_chunks([short, long])
+    again.put_state(DocumentState("refunds", 1, at, at, (short.chunk_id, long.chunk_id)))
+    fresh = InMemorySearchIndex(again)
+    assert reembed(fresh, cached, progress=False, view_id=view.view_id,
+                   windows=view.windows) == 2
+    assert fresh._vectors[long.chunk_id][view.view_id].shape == (5, 8)
     assert len(inner.encoded) == 7

@@ -10,11 +10,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+# The defaults, here once (the worker settings take them).
+COMMIT_EVERY_RECORDS = 200
+COMMIT_EVERY_SECONDS = 1.0
+
 
 @dataclass
 class CommitPolicy:
-    max_records: int = 200
-    max_interval_s: float = 1.0
+    max_records: int = COMMIT_EVERY_RECORDS
+    max_interval_s: float = COMMIT_EVERY_SECONDS
     clock: Callable[[], float] = time.monotonic
     _since: int = field(default=0, init=False)
     _last: float | None = field(default=None, init=False)

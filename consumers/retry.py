@@ -35,10 +35,15 @@ TRANSIENT: tuple[type[BaseException], ...] = (TransientStoreError, TransientErro
                                               StoreAccessError)
 
 
+# The defaults, here once (the worker settings take them).
+RETRY_INITIAL_SECONDS = 0.2
+RETRY_MAX_SECONDS = 10.0
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
-    initial_s: float = 0.2
-    max_s: float = 10.0
+    initial_s: float = RETRY_INITIAL_SECONDS
+    max_s: float = RETRY_MAX_SECONDS
     jitter_s: float = 0.5
     max_attempts: int | None = None  # None: forever
 

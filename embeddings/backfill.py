@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from embeddings.cache import CachedEncoder
 from embeddings.errors import BackfillStalledError
+from embeddings.limits import BATCH_SIZE
 from embeddings.metrics import EmbeddingMetrics
 from embeddings.views import Windows, whole
 
@@ -56,7 +57,7 @@ class VectorBackfill:
         self,
         index: VectorIndex,
         encoder: CachedEncoder,
-        batch_size: int = 32,
+        batch_size: int = BATCH_SIZE,
         *,
         metrics: EmbeddingMetrics | None = None,
         view_id: str | None = None,
@@ -199,7 +200,7 @@ class ViewBackfills:
 
 
 def reembed(index: VectorIndex, encoder: CachedEncoder, progress: bool = True,
-            *, batch_size: int = 32, view_id: str | None = None,
+            *, batch_size: int = BATCH_SIZE, view_id: str | None = None,
             windows: Windows = whole) -> int:
     """Encode every live chunk that lacks a vector for ``encoder.model_id``; returns how many.
 

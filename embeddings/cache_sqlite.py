@@ -53,7 +53,8 @@ def _translate(what: str, exc: sqlite3.Error) -> EmbeddingCacheError:
 class SQLiteEmbeddingCache:
     """Implements ``embeddings.cache.EmbeddingCache`` in one SQLite file."""
 
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = 5.0) -> None:
+    def __init__(self, path: str | Path, *,
+                 busy_timeout_s: float = sqlitedb.BUSY_TIMEOUT_S) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
         try:

@@ -36,7 +36,8 @@ CREATE TABLE IF NOT EXISTS reindex_lease (
 class SchedulerDatabase:
     """One connection to the scheduler's file, shared by the run log and the lease."""
 
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = 5.0) -> None:
+    def __init__(self, path: str | Path, *,
+                 busy_timeout_s: float = sqlitedb.BUSY_TIMEOUT_S) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._conn = sqlitedb.connect(self.path, busy_timeout_s=busy_timeout_s)

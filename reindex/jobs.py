@@ -27,6 +27,7 @@ from indexing.core import Indexer
 from metrics.definitions import ReindexMetrics
 from reindex.errors import LeaseError
 from reindex.lease import Lease, LeaseRecord, utcnow
+from reindex.limits import BATCH_SIZE, MAX_DELETE_FRACTION
 from reindex.model import Outcome, ReconcileReport
 from reindex.reconcile import ReconcileOptions, Reconciler
 from reindex.runs import RunLog, RunRecord
@@ -54,8 +55,8 @@ class JobRunner:
     lease_ttl: timedelta
     holder: str = field(default_factory=default_holder)
     metrics: ReindexMetrics | None = None
-    max_delete_fraction: float = 0.10
-    batch_size: int = 200
+    max_delete_fraction: float = MAX_DELETE_FRACTION
+    batch_size: int = BATCH_SIZE
     sweep_grace: timedelta = DEFAULT_GRACE
     trigger: str = "scheduled"
     spacing: timedelta | None = None  # scheduled runs: see reindex.lease

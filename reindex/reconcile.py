@@ -44,6 +44,7 @@ from indexing.errors import CONTENT_REASONS, PoisonEvent
 from indexing.repair import remove_leftovers, rewrite
 from reindex.errors import ListingFailedError, RunInterrupted
 from reindex.index_view import read_index
+from reindex.limits import BATCH_SIZE, MAX_DELETE_FRACTION
 from reindex.model import Decision, PlannedAction, ReconcileReport
 from reindex.plan import plan
 from reindex.safety import deletion_cap, list_source
@@ -64,7 +65,7 @@ _DOCUMENT_ERRORS = (PoisonEvent, RejectedDocumentError, SourceDataError, pydanti
 class ReconcileOptions:
     dry_run: bool = False
     allow_mass_delete: bool = False
-    max_delete_fraction: float = 0.10
+    max_delete_fraction: float = MAX_DELETE_FRACTION
 
 
 class Reconciler:
@@ -76,7 +77,7 @@ class Reconciler:
         indexer: Indexer | None = None,
         options: ReconcileOptions | None = None,
         should_stop: Callable[[], bool] = lambda: False,
-        batch_size: int = 200,
+        batch_size: int = BATCH_SIZE,
     ) -> None:
         self.source = source
         self.store = store

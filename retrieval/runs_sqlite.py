@@ -39,7 +39,8 @@ def _at(moment: datetime) -> str:
 class SQLiteRunLog:
     """Implements ``retrieval.runs.RunLog`` in one SQLite file."""
 
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = 5.0) -> None:
+    def __init__(self, path: str | Path, *,
+                 busy_timeout_s: float = sqlitedb.BUSY_TIMEOUT_S) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
         try:

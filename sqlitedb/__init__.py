@@ -17,11 +17,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+# How long a statement waits for another connection's lock before SQLITE_BUSY; the
+# default of every store file (the local queue, written by many, waits longer).
+BUSY_TIMEOUT_S = 5.0
+
 
 def connect(
     path: str | Path,
     *,
-    busy_timeout_s: float = 5.0,
+    busy_timeout_s: float = BUSY_TIMEOUT_S,
     before_wal: Sequence[str] = (),
 ) -> sqlite3.Connection:
     """A connection to ``path`` (its folder is made); ``before_wal``: pragmas to run first

@@ -52,7 +52,8 @@ _ROWS_PER_STATEMENT = 500
 MAX_SEARCH_LIMIT = 1000
 
 
-def connect(path: str | Path, *, busy_timeout_s: float = 5.0) -> sqlite3.Connection:
+def connect(path: str | Path, *,
+            busy_timeout_s: float = sqlitedb.BUSY_TIMEOUT_S) -> sqlite3.Connection:
     """``sqlitedb.connect`` with foreign keys on (a vector goes with its chunk)."""
     conn = sqlitedb.connect(path, busy_timeout_s=busy_timeout_s)
     conn.execute("PRAGMA foreign_keys=ON")
@@ -85,7 +86,8 @@ def translate(what: str, exc: sqlite3.Error) -> StoreError:
 class SQLiteStore:
     """Implements ``store.base.Store``; also ``search`` and ``close``."""
 
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = 5.0) -> None:
+    def __init__(self, path: str | Path, *,
+                 busy_timeout_s: float = sqlitedb.BUSY_TIMEOUT_S) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
         try:

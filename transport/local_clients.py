@@ -16,6 +16,10 @@ from transport.consumer import Delivery, Partition, Rebalance, ignore_rebalance
 from transport.local_queue import LocalQueue, QueueError
 from transport.publisher import PublishUnavailable
 
+# A silent consumer loses the queue after this long; here once (the embedded settings
+# take it).
+LEASE_TTL_SECONDS = 15.0
+
 
 class LocalQueuePublisher:
     def __init__(self, queue: LocalQueue, topic: str) -> None:
@@ -56,7 +60,8 @@ class LocalQueueConsumer:
 
     name = "queue"
 
-    def __init__(self, queue: LocalQueue, topic: str, *, lease_ttl_s: float = 15.0) -> None:
+    def __init__(self, queue: LocalQueue, topic: str, *,
+                 lease_ttl_s: float = LEASE_TTL_SECONDS) -> None:
         self.queue = queue
         self.topic = topic
         self.lease_ttl_s = lease_ttl_s

@@ -54,6 +54,12 @@ from sources.label_defaults import NO_DEFAULTS, RawDefaults, parse_label_default
 from store.errors import StoreError
 from transport.publisher import EventPublisher
 from watcher.folder_sync import FolderSync, IndexStates, SyncReport
+from watcher.timing import (
+    DEBOUNCE_MS,
+    RESCAN_SECONDS,
+    RESTART_INITIAL_SECONDS,
+    RESTART_MAX_SECONDS,
+)
 from watcher.watch_state import WatchState
 
 log = structlog.get_logger(__name__)
@@ -91,9 +97,9 @@ class RelevantChanges:
 @dataclass
 class FolderWatcher:
     sync: FolderSync
-    debounce_ms: int = 400
+    debounce_ms: int = DEBOUNCE_MS
     step_ms: int = 50
-    rescan_seconds: float = 5.0
+    rescan_seconds: float = RESCAN_SECONDS
     stop_event: threading.Event = field(default_factory=threading.Event)
     passes: int = field(default=0, init=False)
     good_passes: int = field(default=0, init=False)
@@ -216,8 +222,8 @@ class WatcherThread:
         watcher: FolderWatcher,
         state: WatchState,
         *,
-        restart_initial_s: float = 1.0,
-        restart_max_s: float = 60.0,
+        restart_initial_s: float = RESTART_INITIAL_SECONDS,
+        restart_max_s: float = RESTART_MAX_SECONDS,
     ) -> None:
         if not 0 < restart_initial_s <= restart_max_s:
             raise ValueError(f"restart_initial_s {restart_initial_s!r} must be > 0 and at most "
@@ -307,11 +313,11 @@ def start_watcher_thread(
     *,
     state_path: str | Path,
     index: IndexStates | None = None,
-    debounce_ms: int = 400,
-    rescan_seconds: float = 5.0,
+    debounce_ms: int = DEBOUNCE_MS,
+    rescan_seconds: float = RESCAN_SECONDS,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    restart_initial_s: float = 1.0,
-    restart_max_s: float = 60.0,
+    restart_initial_s: float = RESTART_INITIAL_SECONDS,
+    restart_max_s: float = RESTART_MAX_SECONDS,
     hidden_allow: str | Collection[str] = (),
     allow_hard_links: bool = False,
     default_access_labels: RawDefaults = NO_DEFAULTS,

@@ -8,15 +8,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The defaults, here once (the server settings take them).
+HEADER_TIMEOUT_SECONDS = 10.0
+BODY_TIMEOUT_SECONDS = 60.0
+KEEP_ALIVE_SECONDS = 5.0
+MAX_CONNECTIONS = 512
+
 
 @dataclass(frozen=True)
 class HttpLimits:
     """How long a client may take and how many may connect (see the module)."""
 
-    header_timeout_s: float = 10.0
-    body_timeout_s: float = 60.0
-    keep_alive_s: float = 5.0
-    max_connections: int = 512
+    header_timeout_s: float = HEADER_TIMEOUT_SECONDS
+    body_timeout_s: float = BODY_TIMEOUT_SECONDS
+    keep_alive_s: float = KEEP_ALIVE_SECONDS
+    max_connections: int = MAX_CONNECTIONS
 
     def __post_init__(self) -> None:
         for name in ("header_timeout_s", "body_timeout_s", "keep_alive_s"):

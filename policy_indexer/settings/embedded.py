@@ -6,6 +6,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from transport.local_clients import LEASE_TTL_SECONDS
+
 
 class EmbeddedSettings(BaseModel):
     """The embedded section of ``Settings``."""
@@ -16,5 +18,6 @@ class EmbeddedSettings(BaseModel):
         "states, FTS5 search) and queue.sqlite3 (the durable change queue, dead letters).",
     )
     embedded_lease_seconds: float = Field(
-        15.0, gt=0, description="A silent consumer of the local queue loses it after this long."
+        LEASE_TTL_SECONDS, gt=0,
+        description="A silent consumer of the local queue loses it after this long."
     )

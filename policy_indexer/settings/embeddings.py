@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from embeddings.limits import BATCH_SIZE
+
 
 class EmbeddingsSettings(BaseModel):
     """The embeddings section of ``Settings``."""
 
-    embed_batch_size: int = Field(32, ge=1, le=1024, description="Chunks encoded a round.")
+    embed_batch_size: int = Field(BATCH_SIZE, ge=1, le=1024, description="Chunks encoded a round.")
     embed_threads: int = Field(
         1, ge=1, le=64,
         description="CPU threads of the encoder (1 keeps the indexing worker a core of its own).",

@@ -8,6 +8,7 @@ from apscheduler.triggers.cron import CronTrigger
 from pydantic import BaseModel, Field, field_validator
 
 from deleter.sweep import DEFAULT_GRACE
+from reindex.limits import BATCH_SIZE, MAX_DELETE_FRACTION
 
 
 class ReindexSettings(BaseModel):
@@ -20,14 +21,14 @@ class ReindexSettings(BaseModel):
     )
     reindex_timezone: str = Field("UTC", description="IANA zone of reindex_cron (Europe/Paris).")
     reindex_max_delete_fraction: float = Field(
-        0.10,
+        MAX_DELETE_FRACTION,
         ge=0,
         le=1,
         description="A reconcile refuses to delete more than this fraction of the indexed "
         "documents unless run with --allow-mass-delete.",
     )
     reindex_batch_size: int = Field(
-        200, ge=1, le=10_000,
+        BATCH_SIZE, ge=1, le=10_000,
         description="Change events a reconcile hands to the worker's batch processing at once.",
     )
     reindex_misfire_grace_seconds: float = Field(

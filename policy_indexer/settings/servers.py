@@ -5,23 +5,33 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from foundation.http.limits import HttpLimits
+from foundation.http.limits import (
+    BODY_TIMEOUT_SECONDS,
+    HEADER_TIMEOUT_SECONDS,
+    KEEP_ALIVE_SECONDS,
+    MAX_CONNECTIONS,
+    HttpLimits,
+)
 
 
 class ServerSettings(BaseModel):
     """The servers section of ``Settings``."""
 
     http_header_timeout_seconds: float = Field(
-        10.0, gt=0, description="Webhook and search servers: a request's headers must arrive "
+        HEADER_TIMEOUT_SECONDS, gt=0,
+        description="Webhook and search servers: a request's headers must arrive "
         "within this (an idle connection is closed after it too).")
     http_body_timeout_seconds: float = Field(
-        60.0, gt=0, description="Webhook and search servers: a request's whole body must "
+        BODY_TIMEOUT_SECONDS, gt=0,
+        description="Webhook and search servers: a request's whole body must "
         "arrive within this after its headers.")
     http_keep_alive_seconds: float = Field(
-        5.0, ge=1, description="Webhook and search servers: an idle kept-alive connection is "
+        KEEP_ALIVE_SECONDS, ge=1,
+        description="Webhook and search servers: an idle kept-alive connection is "
         "closed after this.")
     http_max_connections: int = Field(
-        512, ge=1, description="Webhook and search servers: connections at once; one more "
+        MAX_CONNECTIONS, ge=1,
+        description="Webhook and search servers: connections at once; one more "
         "closes the one waiting longest for its headers. Keep it below the fd limit.")
 
     def http_limits(self) -> HttpLimits:

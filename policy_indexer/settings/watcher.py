@@ -8,25 +8,34 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
+from watcher.timing import (
+    DEBOUNCE_MS,
+    RESCAN_SECONDS,
+    RESTART_INITIAL_SECONDS,
+    RESTART_MAX_SECONDS,
+)
+
 
 class WatcherSettings(BaseModel):
     """The watcher section of ``Settings``."""
 
     watch_debounce_ms: int = Field(
-        400, ge=10, le=60_000,
+        DEBOUNCE_MS, ge=10, le=60_000,
         description="The folder watcher groups a burst of file changes for at most this long.",
     )
     watch_rescan_seconds: float = Field(
-        5.0, gt=0,
+        RESCAN_SECONDS, gt=0,
         description="Without file changes, the watcher compares the folder again this often "
         "(retries a failed publish, catches changes the OS did not report).",
     )
     watch_restart_initial_seconds: float = Field(
-        1.0, gt=0, description="A folder watcher that failed starts again after this long, "
+        RESTART_INITIAL_SECONDS, gt=0,
+        description="A folder watcher that failed starts again after this long, "
         "doubling at each failure in a row up to watch_restart_max_seconds.",
     )
     watch_restart_max_seconds: float = Field(
-        60.0, gt=0, description="The longest wait before a failed folder watcher starts again.",
+        RESTART_MAX_SECONDS, gt=0,
+        description="The longest wait before a failed folder watcher starts again.",
     )
 
     @field_validator("watch_restart_max_seconds")

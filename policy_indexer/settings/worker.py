@@ -5,24 +5,24 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from consumers.commit_policy import CommitPolicy
-from consumers.retry import RetryPolicy
+from consumers.commit_policy import COMMIT_EVERY_RECORDS, COMMIT_EVERY_SECONDS, CommitPolicy
+from consumers.retry import RETRY_INITIAL_SECONDS, RETRY_MAX_SECONDS, RetryPolicy
 
 
 class WorkerSettings(BaseModel):
     """The worker section of ``Settings``."""
 
     worker_processes: int = Field(1, ge=1, le=64, description="Worker processes `run` starts.")
-    commit_every_records: int = Field(200, ge=1)
-    commit_every_seconds: float = Field(1.0, gt=0)
+    commit_every_records: int = Field(COMMIT_EVERY_RECORDS, ge=1)
+    commit_every_seconds: float = Field(COMMIT_EVERY_SECONDS, gt=0)
     replay_batch_records: int = Field(
         1000, ge=1,
         description="Changes the embedded `replay` worker takes a poll. The whole log is queued "
         "first, so a batch writes each of its documents' newest version once; measured on 1,234 "
         "mozilla changes: 200 14.0 s, 500 10.9 s, 1,000 10.2 s, 2,000 10.8 s.",
     )
-    retry_initial_seconds: float = Field(0.2, gt=0)
-    retry_max_seconds: float = Field(10.0, gt=0)
+    retry_initial_seconds: float = Field(RETRY_INITIAL_SECONDS, gt=0)
+    retry_max_seconds: float = Field(RETRY_MAX_SECONDS, gt=0)
     retry_max_attempts: int | None = Field(
         None, ge=1, description="Attempts before giving up on a transient failure; None: forever."
     )

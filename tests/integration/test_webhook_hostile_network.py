@@ -30,9 +30,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 from support.webhook_helpers import SECRET, MemoryPublisher, encode, payload, signed_headers
 
+from foundation.http.limits import HttpLimits
 from webhooks.app import create_app
 from webhooks.config import WebhookConfig
-from webhooks.limits import HttpLimits
 from webhooks.serve import ServerThread
 
 pytestmark = pytest.mark.slow

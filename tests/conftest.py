@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,9 @@ sys.path.insert(0, str(REPO_ROOT / "deploy" / "local"))
 
 from devservices import health  # noqa: E402
 from devservices.config import Config, load_config  # noqa: E402
+from support.stores import ready_sqlite_store  # noqa: E402
+
+from store.sqlite import SQLiteStore  # noqa: E402
 
 UP_HINT = "start the services with `deploy/local/services up` (or run scripts/test)"
 
@@ -86,6 +90,13 @@ def _reload_rules(url: str) -> None:
 def prometheus_targets_dir(services: Config, prometheus_url: str) -> Path:
     """Drop a file_sd JSON file here and the local Prometheus scrapes its targets."""
     return Path(services.state_dir) / "prometheus" / "targets"
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    """A ready, empty SQLite store in ``tmp_path/index.sqlite3``, closed after the test."""
+    with ready_sqlite_store(tmp_path) as store:
+        yield store
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 from support.chunks import make_chunk
+from support.stores import ready_sqlite_store
 
 from chunker.model import Chunk
 from embeddings.backfill import VectorBackfill, VectorIndex, reembed
@@ -30,7 +31,6 @@ from store.es_search import ElasticsearchSearchIndex
 from store.memory import InMemoryStore
 from store.memory_search import InMemorySearchIndex
 from store.model import DocumentState
-from store.sqlite import SQLiteStore
 from store.sqlite_search import SQLiteSearchIndex
 
 DIMS = 16
@@ -62,12 +62,8 @@ def _memory(_request: pytest.FixtureRequest) -> Iterator[Backend]:
 
 @contextlib.contextmanager
 def _sqlite(request: pytest.FixtureRequest) -> Iterator[Backend]:
-    store = SQLiteStore(request.getfixturevalue("tmp_path") / "index.sqlite3")
-    store.ensure_ready()
-    try:
+    with ready_sqlite_store(request.getfixturevalue("tmp_path")) as store:
         yield Backend(store, SQLiteSearchIndex(store))
-    finally:
-        store.close()
 
 
 @contextlib.contextmanager

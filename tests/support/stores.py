@@ -9,6 +9,7 @@ import contextlib
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -39,14 +40,21 @@ def elasticsearch_store(request: pytest.FixtureRequest) -> Iterator[Store]:
 
 
 @contextlib.contextmanager
-def sqlite_store(request: pytest.FixtureRequest) -> Iterator[Store]:
-    tmp_path = request.getfixturevalue("tmp_path")
-    store = SQLiteStore(tmp_path / "index.sqlite3")
+def ready_sqlite_store(folder: Path) -> Iterator[SQLiteStore]:
+    """A ready SQLite store in ``folder/index.sqlite3`` (the ``sqlite_store`` fixture's),
+    closed on the way out."""
+    store = SQLiteStore(folder / "index.sqlite3")
     store.ensure_ready()
     try:
         yield store
     finally:
         store.close()
+
+
+@contextlib.contextmanager
+def sqlite_store(request: pytest.FixtureRequest) -> Iterator[Store]:
+    with ready_sqlite_store(request.getfixturevalue("tmp_path")) as store:
+        yield store
 
 
 StoreFactory = Callable[[pytest.FixtureRequest], contextlib.AbstractContextManager[Store]]

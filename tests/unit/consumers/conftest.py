@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from store.sqlite import SQLiteStore
 from transport.local_queue import LocalQueue
 
 
@@ -18,9 +17,3 @@ def queue(tmp_path: Path) -> Iterator[LocalQueue]:
     q.close()
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "index.sqlite3")
-    s.ensure_ready()
-    yield s
-    s.close()

@@ -55,14 +55,16 @@ def free(store: SQLiteStore) -> None:
     store._conn.execute("PRAGMA max_page_count=1073741823")
 
 
-def test_a_full_index_says_so_and_keeps_nothing_of_the_failed_write(store: SQLiteStore) -> None:
+def test_a_full_index_says_so_and_keeps_nothing_of_the_failed_write(
+    sqlite_store: SQLiteStore,
+) -> None:
     chunks = fake_chunker("refunds", 1, "# refunds\n\n" + "alpha " * 20_000)
-    fill(store)
+    fill(sqlite_store)
     with pytest.raises(StoreUnavailableError, match="database or disk is full"):
-        store.write_chunks(chunks)  # SQLite rolled back mid-statement: not a ROLLBACK error
-    assert store.count_chunks() == {}
-    free(store)
-    assert store.write_chunks(chunks) == len(chunks)
+        sqlite_store.write_chunks(chunks)  # SQLite rolled back mid-statement: not a ROLLBACK error
+    assert sqlite_store.count_chunks() == {}
+    free(sqlite_store)
+    assert sqlite_store.write_chunks(chunks) == len(chunks)
 
 
 @pytest.mark.parametrize("message", [
@@ -96,14 +98,14 @@ def test_a_commit_that_fails_leaves_no_transaction_open(tmp_path: Path) -> None:
 
 
 def test_the_worker_waits_for_a_full_index_and_indexes_everything_once_space_is_freed(
-    queue: LocalQueue, store: SQLiteStore,
+    queue: LocalQueue, sqlite_store: SQLiteStore,
 ) -> None:
     events = [upsert(f"doc-{i:02d}", v) for i in range(26) for v in (1, 2)]
-    fill(store)
+    fill(sqlite_store)
     LocalQueuePublisher(queue, TOPIC).publish_many(events)
     health = HealthState()
     worker = Worker(
-        LocalQueueConsumer(queue, TOPIC), Indexer(store, chunk=fake_chunker),
+        LocalQueueConsumer(queue, TOPIC), Indexer(sqlite_store, chunk=fake_chunker),
         LocalDeadLetterSink(queue, TOPIC),
         metrics=WorkerMetrics.create(CollectorRegistry()), health=health,
         retry=RetryPolicy(initial_s=0.01, max_s=0.05, jitter_s=0.0),
@@ -122,7 +124,7 @@ def test_the_worker_waits_for_a_full_index_and_indexes_everything_once_space_is_
         assert "database or disk is full" in body["last_error"], body
         assert queue.dead_letters(TOPIC) == []
         assert queue.pending(TOPIC) == len(events)  # nothing committed, nothing taken further
-        free(store)
+        free(sqlite_store)
         wait_until(lambda: queue.pending(TOPIC), 20, "the worker to index what it held",
                    every_s=0.02, accept=lambda n: n == 0)
     finally:
@@ -130,7 +132,7 @@ def test_the_worker_waits_for_a_full_index_and_indexes_everything_once_space_is_
         thread.join(timeout=10)
     assert not thread.is_alive()
     assert queue.dead_letters(TOPIC) == []
-    states = {s.document_id: s.version for s in store.iter_states()}
+    states = {s.document_id: s.version for s in sqlite_store.iter_states()}
     assert states == {f"doc-{i:02d}": 2 for i in range(26)}
     assert report()["status"] == "stopping"
     assert "waiting_for" not in report()

@@ -66,14 +66,14 @@ class Chunker:
 
 
 def test_a_record_that_keeps_raising_is_dead_lettered_after_three_tries_and_the_rest_go_on(
-    queue: LocalQueue, store: SQLiteStore
+    queue: LocalQueue, sqlite_store: SQLiteStore
 ) -> None:
     publisher = LocalQueuePublisher(queue, TOPIC)
     publisher.publish_many([upsert("before"), upsert("bug"), upsert("flaky"), upsert("after")])
     chunker = Chunker()
     registry = CollectorRegistry()
     worker = Worker(
-        LocalQueueConsumer(queue, TOPIC), Indexer(store, chunk=chunker),
+        LocalQueueConsumer(queue, TOPIC), Indexer(sqlite_store, chunk=chunker),
         LocalDeadLetterSink(queue, TOPIC), metrics=WorkerMetrics.create(registry),
         retry=RetryPolicy(initial_s=0.01, max_s=0.02, jitter_s=0.0),
         commit=CommitPolicy(max_records=2, max_interval_s=0.1), poll_timeout_s=0.05,
@@ -85,7 +85,7 @@ def test_a_record_that_keeps_raising_is_dead_lettered_after_three_tries_and_the_
         wait_until(lambda: queue.pending(TOPIC), 20, "the worker to drain the queue",
                    every_s=0.02, accept=lambda n: n == 0)
         publisher.publish(upsert("later"))  # the worker still runs and takes more
-        wait_until(lambda: store.get_state("later"), 20, "a later event to be indexed",
+        wait_until(lambda: sqlite_store.get_state("later"), 20, "a later event to be indexed",
                    every_s=0.02, accept=lambda s: s is not None)
         assert thread.is_alive()
     finally:
@@ -98,9 +98,9 @@ def test_a_record_that_keeps_raising_is_dead_lettered_after_three_tries_and_the_
     # The batch once (which record failed is not known then), the record alone 3 times;
     # the batch's retry after flaky's transient failure does not try it again.
     assert chunker.calls["bug"] == 1 + 3
-    indexed = {doc for doc in ("before", "flaky", "after", "later") if store.get_state(doc)}
+    indexed = {doc for doc in ("before", "flaky", "after", "later") if sqlite_store.get_state(doc)}
     assert indexed == {"before", "flaky", "after", "later"}
-    assert store.get_state("bug") is None
+    assert sqlite_store.get_state("bug") is None
     assert registry.get_sample_value(
         "policy_indexer_dead_letters_total", {"reason": "unexpected"}) == 1
 

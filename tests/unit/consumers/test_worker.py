@@ -53,16 +53,17 @@ def run_until_drained(queue: LocalQueue, store: SQLiteStore) -> CollectorRegistr
 
 
 def test_events_become_chunks_and_poison_becomes_dead_letters(
-    queue: LocalQueue, store: SQLiteStore
+    queue: LocalQueue, sqlite_store: SQLiteStore
 ) -> None:
     publisher = LocalQueuePublisher(queue, TOPIC)
     publisher.publish(upsert("refund", 1, "alpha one\n\nbeta two"))
     boom = upsert("boom", 1, "BOOM").to_json_bytes()
     queue.append(TOPIC, [(b"x", b"{not json"), (b"boom", boom)])
     publisher.publish(upsert("refund", 2, "alpha again"))
-    registry = run_until_drained(queue, store)
-    assert [r.chunk_id for r in store.iter_chunks()] == ["refund@v2#alpha"]
-    assert [h.chunk_id for h in store.search("alpha", access_labels=[])] == ["refund@v2#alpha"]
+    registry = run_until_drained(queue, sqlite_store)
+    assert [r.chunk_id for r in sqlite_store.iter_chunks()] == ["refund@v2#alpha"]
+    hits = sqlite_store.search("alpha", access_labels=[])
+    assert [h.chunk_id for h in hits] == ["refund@v2#alpha"]
     letters = queue.dead_letters(TOPIC)
     assert [(d.key, d.reason, d.source_offset) for d in letters] == [
         (b"x", "not_json", 2), (b"boom", "chunker", 3)
@@ -76,7 +77,7 @@ def test_events_become_chunks_and_poison_becomes_dead_letters(
 
 
 def test_an_event_taken_but_not_committed_is_processed_after_a_restart(
-    queue: LocalQueue, store: SQLiteStore
+    queue: LocalQueue, sqlite_store: SQLiteStore
 ) -> None:
     LocalQueuePublisher(queue, TOPIC).publish_many(
         [upsert("d", 1, "alpha"), upsert("d", 2, "beta")]
@@ -84,8 +85,8 @@ def test_an_event_taken_but_not_committed_is_processed_after_a_restart(
     crashed = LocalQueueConsumer(queue, TOPIC)
     crashed.subscribe()
     assert len(crashed.poll(10, 0.1)) == 2  # then dies before any commit
-    run_until_drained(queue, store)
-    assert [r.chunk_id for r in store.iter_chunks()] == ["d@v2#beta"]
+    run_until_drained(queue, sqlite_store)
+    assert [r.chunk_id for r in sqlite_store.iter_chunks()] == ["d@v2#beta"]
 
 
 def test_one_consumer_per_topic_until_its_process_dies(queue: LocalQueue) -> None:

@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from support.chunks import make_chunk
+from support.stores import ready_sqlite_store
 
 from chunker.model import Chunk
 from retrieval.citations import (
@@ -47,7 +48,6 @@ from store.es_search import ElasticsearchSearchIndex
 from store.memory import InMemoryStore
 from store.memory_search import InMemorySearchIndex
 from store.model import DocumentState
-from store.sqlite import SQLiteStore
 from store.sqlite_search import SQLiteSearchIndex
 
 T0 = datetime(2027, 1, 1, tzinfo=UTC)
@@ -100,15 +100,13 @@ def _memory(_request: pytest.FixtureRequest) -> Iterator[Library]:
 
 @contextlib.contextmanager
 def _sqlite_at(folder: Path) -> Iterator[Library]:
-    store = SQLiteStore(folder / "index.sqlite3")
-    store.ensure_ready()
     runs = SQLiteRunLog(folder / "search_runs.sqlite3")
     runs.ensure_ready()
     try:
-        yield Library(store, SQLiteSearchIndex(store), runs)
+        with ready_sqlite_store(folder) as store:
+            yield Library(store, SQLiteSearchIndex(store), runs)
     finally:
         runs.close()
-        store.close()
 
 
 @contextlib.contextmanager

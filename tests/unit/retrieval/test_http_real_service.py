@@ -7,9 +7,7 @@ and the provenance the service builds arrives field for field.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, date, datetime
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -54,21 +52,16 @@ def chunk(doc: str, section: str, text: str, **meta: Any) -> Chunk:
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[SearchService]:
-    store = SQLiteStore(tmp_path / "index.sqlite3")
-    store.ensure_ready()
+def service(sqlite_store: SQLiteStore) -> SearchService:
     chunks = [
         chunk("refunds", "late-delivery", REFUND, access_labels=["agents"],
               valid_from=date(2026, 1, 1)),
         chunk("reserves", "chargeback-reserve", RESERVE, access_labels=["agents", "finance"]),
     ]
-    store.write_chunks(chunks)
+    sqlite_store.write_chunks(chunks)
     for c in chunks:
-        store.put_state(DocumentState(c.document_id, 2, T0, T0, (c.chunk_id,)))
-    try:
-        yield SearchService(SQLiteSearchIndex(store), None, clock=lambda: DAY)
-    finally:
-        store.close()
+        sqlite_store.put_state(DocumentState(c.document_id, 2, T0, T0, (c.chunk_id,)))
+    return SearchService(SQLiteSearchIndex(sqlite_store), None, clock=lambda: DAY)
 
 
 def ask(server: ServerThread, key: str, question: str) -> SearchResponse:

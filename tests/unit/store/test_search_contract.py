@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 from support.chunks import make_chunk
+from support.stores import ready_sqlite_store
 
 from chunker.model import Chunk, Neighbours
 from embeddings.encoder import TextKind, Vectors
@@ -65,12 +66,8 @@ def _memory(_request: pytest.FixtureRequest) -> Iterator[Index]:
 
 @contextlib.contextmanager
 def _sqlite(request: pytest.FixtureRequest) -> Iterator[Index]:
-    store = SQLiteStore(request.getfixturevalue("tmp_path") / "index.sqlite3")
-    store.ensure_ready()
-    try:
+    with ready_sqlite_store(request.getfixturevalue("tmp_path")) as store:
         yield Index(store, SQLiteSearchIndex(store))
-    finally:
-        store.close()
 
 
 @contextlib.contextmanager
@@ -233,7 +230,7 @@ def test_no_caller_label_set_ever_returns_a_chunk_it_may_not_see(index: Index) -
 @pytest.mark.parametrize("raw", [[None], ["public\x00agents"], [1], [["public"]], [""]],
                          ids=["null", "nul-inside", "number", "nested", "empty"])
 def test_the_sqlite_queries_fail_closed_even_on_labels_no_caller_can_send(
-    tmp_path: Any, raw: list[object]
+    sqlite_store: SQLiteStore, raw: list[object]
 ) -> None:
     """Below the validation (the query text itself): a NULL, a non-text value or a NUL
     inside a caller label never lets a labelled chunk through (``NOT IN`` with a NULL
@@ -242,40 +239,30 @@ def test_the_sqlite_queries_fail_closed_even_on_labels_no_caller_can_send(
 
     from store.sqlite_schema import FILTERED, SEARCH
 
-    store = SQLiteStore(tmp_path / "index.sqlite3")
-    store.ensure_ready()
-    try:
-        Index(store, SQLiteSearchIndex(store)).add([
-            chunk("secret", "s", "refund words", access_labels=["secret-tier"]),
-            chunk("public", "s", "refund words", access_labels=["public"]),
-            chunk("open", "s", "refund words"),
-        ])
-        labels = json.dumps(raw)
-        rows = store._read("search", SEARCH, {"match": "refund", "limit": 10,
-                                              "caller_labels": labels})
-        found = sorted(Chunk.model_validate_json(body).document_id for body, _ in rows)
-        assert found == ["open"]
-        params = {"as_of": DAY.isoformat(), "any_scope": 1, "scope": "[]", "no_permission": 0,
-                  "caller_labels": labels, "limit": 10}
-        listed = store._read("filtered", FILTERED, params)
-        assert sorted(Chunk.model_validate_json(body).document_id for (body,) in listed) == [
-            "open"]
-    finally:
-        store.close()
+    Index(sqlite_store, SQLiteSearchIndex(sqlite_store)).add([
+        chunk("secret", "s", "refund words", access_labels=["secret-tier"]),
+        chunk("public", "s", "refund words", access_labels=["public"]),
+        chunk("open", "s", "refund words"),
+    ])
+    labels = json.dumps(raw)
+    rows = sqlite_store._read("search", SEARCH, {"match": "refund", "limit": 10,
+                                                 "caller_labels": labels})
+    found = sorted(Chunk.model_validate_json(body).document_id for body, _ in rows)
+    assert found == ["open"]
+    params = {"as_of": DAY.isoformat(), "any_scope": 1, "scope": "[]", "no_permission": 0,
+              "caller_labels": labels, "limit": 10}
+    listed = sqlite_store._read("filtered", FILTERED, params)
+    assert sorted(Chunk.model_validate_json(body).document_id for (body,) in listed) == [
+        "open"]
 
 
-def test_sqlite_store_search_refuses_a_bad_caller_label(tmp_path: Any) -> None:
-    store = SQLiteStore(tmp_path / "index.sqlite3")
-    store.ensure_ready()
-    try:
-        Index(store, SQLiteSearchIndex(store)).add(
-            [chunk("secret", "s", "refund words", access_labels=["secret-tier"])])
-        for bad in ([None], ["public\x00agents"], [""]):
-            with pytest.raises(SearchInputError, match="caller label"):
-                store.search("refund", access_labels=bad)  # type: ignore[arg-type]
-        assert store.search("refund", access_labels=["public"]) == []
-    finally:
-        store.close()
+def test_sqlite_store_search_refuses_a_bad_caller_label(sqlite_store: SQLiteStore) -> None:
+    Index(sqlite_store, SQLiteSearchIndex(sqlite_store)).add(
+        [chunk("secret", "s", "refund words", access_labels=["secret-tier"])])
+    for bad in ([None], ["public\x00agents"], [""]):
+        with pytest.raises(SearchInputError, match="caller label"):
+            sqlite_store.search("refund", access_labels=bad)  # type: ignore[arg-type]
+    assert sqlite_store.search("refund", access_labels=["public"]) == []
 
 
 def test_no_access_only_when_told_and_a_hidden_title_or_heading_matches(index: Index) -> None:

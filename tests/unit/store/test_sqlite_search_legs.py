@@ -10,7 +10,6 @@ first ``limit`` of them.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from datetime import UTC, date, datetime
 
 import numpy as np
@@ -26,14 +25,6 @@ from store.sqlite_search import RANKED_MATCHES, SQLiteSearchIndex, _best
 
 T0 = datetime(2027, 1, 1, tzinfo=UTC)
 DAY = date(2027, 4, 1)
-
-
-@pytest.fixture
-def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SQLiteStore]:
-    made = SQLiteStore(tmp_path_factory.mktemp("legs") / "index.sqlite3")
-    made.ensure_ready()
-    yield made
-    made.close()
 
 
 def library(store: SQLiteStore, secret: int, public: int) -> dict[str, Chunk]:
@@ -63,43 +54,46 @@ def reference(store: SQLiteStore, chunks: dict[str, Chunk], terms: list[str],
     return admitted[:limit]
 
 
-def test_a_caller_who_sees_the_top_gets_it_from_the_first_block(store: SQLiteStore) -> None:
-    chunks = library(store, secret=150, public=30)
-    index = SQLiteSearchIndex(store)
+def test_a_caller_who_sees_the_top_gets_it_from_the_first_block(sqlite_store: SQLiteStore) -> None:
+    chunks = library(sqlite_store, secret=150, public=30)
+    index = SQLiteSearchIndex(sqlite_store)
     filters = SearchFilters(DAY, ("lisbon",), frozenset({"secret"}))
     hits = index.keyword_search(["refund", "bicycl"], filters, 10)
-    assert [h.chunk_id for h in hits] == reference(store, chunks, ["refund", "bicycl"], filters, 10)
+    assert [h.chunk_id for h in hits] == reference(
+        sqlite_store, chunks, ["refund", "bicycl"], filters, 10)
     assert len(hits) == 10 and index.keyword_fallbacks == 0
     assert all(a.score >= b.score > 0 for a, b in itertools.pairwise(hits))
 
 
-def test_a_caller_who_sees_only_the_tail_gets_the_best_visible_rows(store: SQLiteStore) -> None:
-    chunks = library(store, secret=150, public=30)  # the first 64 ranked rows are all secret
-    index = SQLiteSearchIndex(store)
+def test_a_caller_who_sees_only_the_tail_gets_the_best_visible_rows(
+    sqlite_store: SQLiteStore,
+) -> None:
+    chunks = library(sqlite_store, secret=150, public=30)  # the first 64 ranked rows are all secret
+    index = SQLiteSearchIndex(sqlite_store)
     for filters in (SearchFilters(DAY, (), frozenset()),
                     SearchFilters(DAY, ("valencia",), frozenset({"public"}))):
         hits = index.keyword_search(["refund"], filters, 10)
-        expected = reference(store, chunks, ["refund"], filters, 10)
+        expected = reference(sqlite_store, chunks, ["refund"], filters, 10)
         assert [h.chunk_id for h in hits] == expected and len(expected) == 10
         assert not any(h.chunk.metadata.access_labels for h in hits)
     assert index.keyword_fallbacks == 2
 
 
-def test_fewer_matches_than_a_block_need_no_second_query(store: SQLiteStore) -> None:
-    chunks = library(store, secret=20, public=3)
-    index = SQLiteSearchIndex(store)
+def test_fewer_matches_than_a_block_need_no_second_query(sqlite_store: SQLiteStore) -> None:
+    chunks = library(sqlite_store, secret=20, public=3)
+    index = SQLiteSearchIndex(sqlite_store)
     filters = SearchFilters(DAY, (), frozenset())
     hits = index.keyword_search(["refund"], filters, 10)
-    assert [h.chunk_id for h in hits] == reference(store, chunks, ["refund"], filters, 10)
+    assert [h.chunk_id for h in hits] == reference(sqlite_store, chunks, ["refund"], filters, 10)
     assert len(hits) == 3 and index.keyword_fallbacks == 0
 
 
-def test_an_old_version_is_never_found_even_when_it_ranks_first(store: SQLiteStore) -> None:
+def test_an_old_version_is_never_found_even_when_it_ranks_first(sqlite_store: SQLiteStore) -> None:
     old = make_chunk("doc", 1, "s", text="refund " * 20, metadata={"language": "en"})
     new = make_chunk("doc", 2, "s", text="refund once", metadata={"language": "en"})
-    store.write_chunks([old, new])
-    store.put_state(DocumentState("doc", 2, T0, T0, (new.chunk_id,)))
-    hits = SQLiteSearchIndex(store).keyword_search(["refund"], SearchFilters(DAY), 5)
+    sqlite_store.write_chunks([old, new])
+    sqlite_store.put_state(DocumentState("doc", 2, T0, T0, (new.chunk_id,)))
+    hits = SQLiteSearchIndex(sqlite_store).keyword_search(["refund"], SearchFilters(DAY), 5)
     assert [h.chunk_id for h in hits] == [new.chunk_id]
 
 

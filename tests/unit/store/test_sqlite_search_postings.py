@@ -8,9 +8,7 @@ order (ties by row id), and a write seen by the next search.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 
-import pytest
 from support.chunks import make_chunk
 from support.keyword_copy import hits, only_fts5, settle
 from support.stores import add_current
@@ -27,14 +25,6 @@ from store.sqlite_search import (
 )
 
 WORDS = [f"w{i}" for i in range(40)] + ["refund", "parcel", "late", "fee"]
-
-
-@pytest.fixture
-def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SQLiteStore]:
-    made = SQLiteStore(tmp_path_factory.mktemp("postings") / "index.sqlite3")
-    made.ensure_ready()
-    yield made
-    made.close()
 
 
 def random_library(store: SQLiteStore, count: int, seed: int) -> None:
@@ -65,50 +55,50 @@ def copy_of(store: SQLiteStore) -> Postings | None:
 
 
 
-def test_the_same_rows_scores_and_order_as_fts5(store: SQLiteStore) -> None:
-    random_library(store, 400, seed=3)
-    postings = copy_of(store)
+def test_the_same_rows_scores_and_order_as_fts5(sqlite_store: SQLiteStore) -> None:
+    random_library(sqlite_store, 400, seed=3)
+    postings = copy_of(sqlite_store)
     assert postings is not None
     rng = random.Random(5)
     for _ in range(200):
         terms = list(dict.fromkeys(rng.sample([*WORDS, "absent", "nowhere9"], rng.randint(1, 8))))
         limit = rng.choice([1, 5, 64, 1000])
         # Bit-for-bit equal floats: == on the scores, not approx.
-        assert postings.rank(terms, limit) == fts5(store, terms, limit), terms
+        assert postings.rank(terms, limit) == fts5(sqlite_store, terms, limit), terms
 
 
-def test_an_unknown_term_fts5_might_split_goes_to_fts5(store: SQLiteStore) -> None:
-    random_library(store, 50, seed=1)
-    postings = copy_of(store)
+def test_an_unknown_term_fts5_might_split_goes_to_fts5(sqlite_store: SQLiteStore) -> None:
+    random_library(sqlite_store, 50, seed=1)
+    postings = copy_of(sqlite_store)
     assert postings is not None
     assert postings.rank(["refund", "Refund"], 5) is None
     assert postings.rank(["refund", "a_b"], 5) is None
     assert postings.rank(["nowhere9"], 5) == []
 
 
-def test_no_copy_of_terms_fts5_tokenises_otherwise(store: SQLiteStore) -> None:
+def test_no_copy_of_terms_fts5_tokenises_otherwise(sqlite_store: SQLiteStore) -> None:
     """``\\w`` keeps ``order_id`` whole; FTS5's unicode61 splits it in two tokens."""
-    add_current(store, [
+    add_current(sqlite_store, [
         make_chunk("doc-a", 1, "s", text="order_id refund", metadata={"language": None}),
         make_chunk("doc-b", 1, "s", text="order refund id", metadata={"language": None}),
     ])
-    assert copy_of(store) is None
-    index, reference = SQLiteSearchIndex(store), only_fts5(store)
+    assert copy_of(sqlite_store) is None
+    index, reference = SQLiteSearchIndex(sqlite_store), only_fts5(sqlite_store)
     for _ in range(3):  # the second search would read the copy: there is none to read
         assert hits(index, ["order_id"]) == hits(reference, ["order_id"])
         assert hits(index, ["refund"]) == hits(reference, ["refund"]) != []
 
 
-def test_a_write_is_seen_by_the_next_search(store: SQLiteStore) -> None:
-    random_library(store, 100, seed=2)
-    index, reference = SQLiteSearchIndex(store), only_fts5(store)
+def test_a_write_is_seen_by_the_next_search(sqlite_store: SQLiteStore) -> None:
+    random_library(sqlite_store, 100, seed=2)
+    index, reference = SQLiteSearchIndex(sqlite_store), only_fts5(sqlite_store)
     for _ in range(2):  # the first asks FTS5, the second starts reading the copy
         assert hits(index, ["refund", "fee"]) == hits(reference, ["refund", "fee"])
     settle(index)
     assert index._copy is not None and index._copy[1] is not None
 
-    add_current(store, [make_chunk("doc-new", 1, "s", text="zebra " * 5 + "refund",
-                           metadata={"language": None})])
+    add_current(sqlite_store, [make_chunk("doc-new", 1, "s", text="zebra " * 5 + "refund",
+                                          metadata={"language": None})])
     for _ in range(3):  # FTS5, then a new copy (read on its thread), then that copy
         assert hits(index, ["zebra"]) == hits(reference, ["zebra"])
         settle(index)
@@ -116,14 +106,14 @@ def test_a_write_is_seen_by_the_next_search(store: SQLiteStore) -> None:
         assert hits(index, ["refund"], 50) == hits(reference, ["refund"], 50)
 
 
-def test_a_write_from_another_connection_is_seen(store: SQLiteStore) -> None:
-    random_library(store, 60, seed=4)
-    index = SQLiteSearchIndex(store)
+def test_a_write_from_another_connection_is_seen(sqlite_store: SQLiteStore) -> None:
+    random_library(sqlite_store, 60, seed=4)
+    index = SQLiteSearchIndex(sqlite_store)
     hits(index, ["refund"])
     hits(index, ["refund"])  # the copy is read now
     settle(index)
     assert index._copy is not None and index._copy[1] is not None
-    other = SQLiteStore(store.path)
+    other = SQLiteStore(sqlite_store.path)
     try:
         add_current(other, [make_chunk("doc-other", 1, "s", text="quokka",
                                        metadata={"language": None})])
@@ -133,13 +123,13 @@ def test_a_write_from_another_connection_is_seen(store: SQLiteStore) -> None:
     assert [cid for cid, _ in hits(index, ["quokka"])] == ["doc-other@v1#s"]
 
 
-def test_the_filters_still_apply_after_the_copy(store: SQLiteStore) -> None:
-    add_current(store, [
+def test_the_filters_still_apply_after_the_copy(sqlite_store: SQLiteStore) -> None:
+    add_current(sqlite_store, [
         make_chunk(f"doc-{i}", 1, "s", text="refund " * (i + 1),
                    metadata={"language": None, "access_labels": ["secret"] if i % 2 else []})
         for i in range(20)
     ])
-    index, reference = SQLiteSearchIndex(store), only_fts5(store)
+    index, reference = SQLiteSearchIndex(sqlite_store), only_fts5(sqlite_store)
     for _ in range(2):
         for labels in (frozenset(), frozenset({"secret"}), None):
             assert hits(index, ["refund"], 5, labels) == hits(reference, ["refund"], 5, labels)

@@ -28,14 +28,6 @@ from store.sqlite_search import SQLiteSearchIndex, read_postings
 
 
 @pytest.fixture
-def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SQLiteStore]:
-    made = SQLiteStore(tmp_path_factory.mktemp("reader") / "index.sqlite3")
-    made.ensure_ready()
-    yield made
-    made.close()
-
-
-@pytest.fixture
 def pool() -> Iterator[ThreadPoolExecutor]:
     """Where a search or a write runs, so the test can give up on it at a deadline."""
     with ThreadPoolExecutor(2) as executor:
@@ -95,9 +87,9 @@ def done(pool: ThreadPoolExecutor, fn: Callable[[], Any]) -> Any:
     return pool.submit(fn).result(timeout=DEADLINE_S)
 
 
-def test_results_are_the_same_with_and_without_the_copy(store: SQLiteStore) -> None:
-    library(store)
-    index, reference = SQLiteSearchIndex(store), only_fts5(store)
+def test_results_are_the_same_with_and_without_the_copy(sqlite_store: SQLiteStore) -> None:
+    library(sqlite_store)
+    index, reference = SQLiteSearchIndex(sqlite_store), only_fts5(sqlite_store)
     questions = [["refund"], ["fee", "w3"], ["refund", "fee", "w10"], ["absent"]]
     before = [hits(index, q, 20) for q in questions]  # FTS5, and the read started
     settle(index)
@@ -109,17 +101,17 @@ def test_results_are_the_same_with_and_without_the_copy(store: SQLiteStore) -> N
 
 
 def test_a_search_and_a_write_do_not_wait_for_the_read(
-    store: SQLiteStore, pool: ThreadPoolExecutor
+    sqlite_store: SQLiteStore, pool: ThreadPoolExecutor
 ) -> None:
-    library(store)
+    library(sqlite_store)
     held = HeldRead()
-    index, reference = SQLiteSearchIndex(store, read_copy=held), only_fts5(store)
+    index, reference = SQLiteSearchIndex(sqlite_store, read_copy=held), only_fts5(sqlite_store)
     start_read(index, held, ["refund"])
 
     # The read is held: a search answers (FTS5's answer) and a write in this process goes
     # through, each well before the deadline.
     assert done(pool, lambda: hits(index, ["refund", "fee"])) == hits(reference, ["refund", "fee"])
-    done(pool, lambda: add_current(store, [chunk("doc-new", "refund parcel")]))
+    done(pool, lambda: add_current(sqlite_store, [chunk("doc-new", "refund parcel")]))
     assert [cid for cid, _ in done(pool, lambda: hits(index, ["parcel"]))] == ["doc-new@v1#s"]
     assert held.calls == 1  # one read at a time: the searches above started no other
 
@@ -130,16 +122,16 @@ def test_a_search_and_a_write_do_not_wait_for_the_read(
 
 @pytest.mark.parametrize("where", ["before", "after"])
 def test_a_write_during_the_read_leaves_that_copy_unused(
-    store: SQLiteStore, where: str
+    sqlite_store: SQLiteStore, where: str
 ) -> None:
     """"before": the snapshot holds the write, newer than its label; "after": it lacks
     the write. Either way the key has moved, and the copy must not answer."""
-    library(store)
+    library(sqlite_store)
     held = HeldRead(where)
-    index, reference = SQLiteSearchIndex(store, read_copy=held), only_fts5(store)
+    index, reference = SQLiteSearchIndex(sqlite_store, read_copy=held), only_fts5(sqlite_store)
     start_read(index, held, ["refund"])
     before = index._data_key()
-    add_current(store, [chunk("doc-new", "quokka " * 4 + "refund")])
+    add_current(sqlite_store, [chunk("doc-new", "quokka " * 4 + "refund")])
     held.release.set()
     settle(index)
     assert label(index) == before  # read, and labelled with the key before the write
@@ -156,13 +148,13 @@ def test_a_write_during_the_read_leaves_that_copy_unused(
     index.close()
 
 
-def test_a_failed_read_is_logged_and_fts5_answers(store: SQLiteStore) -> None:
-    library(store)
+def test_a_failed_read_is_logged_and_fts5_answers(sqlite_store: SQLiteStore) -> None:
+    library(sqlite_store)
 
     def failing(conn: sqlite3.Connection) -> Postings | None:
         raise sqlite3.OperationalError("disk I/O error")
 
-    index, reference = SQLiteSearchIndex(store, read_copy=failing), only_fts5(store)
+    index, reference = SQLiteSearchIndex(sqlite_store, read_copy=failing), only_fts5(sqlite_store)
     with capture_logs() as logs:
         for _ in range(2):
             assert hits(index, ["refund"]) == hits(reference, ["refund"])
@@ -173,15 +165,15 @@ def test_a_failed_read_is_logged_and_fts5_answers(store: SQLiteStore) -> None:
     assert len(failures) == 2, logs
     assert failures[0]["log_level"] == "error"
     assert failures[0]["error"] == "OperationalError: disk I/O error"
-    assert failures[0]["path"] == str(store.path)
+    assert failures[0]["path"] == str(sqlite_store.path)
     assert index._copy is None
     index.close()
 
 
-def test_close_interrupts_a_read_and_joins_its_thread(store: SQLiteStore) -> None:
-    library(store)
+def test_close_interrupts_a_read_and_joins_its_thread(sqlite_store: SQLiteStore) -> None:
+    library(sqlite_store)
     held = HeldRead()
-    index = SQLiteSearchIndex(store, read_copy=held)
+    index = SQLiteSearchIndex(sqlite_store, read_copy=held)
     start_read(index, held, ["refund"])
     reader = index._reader
     assert reader is not None and reader.daemon

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,14 +15,6 @@ from store.search import SearchQueryError
 from store.sqlite import SQLiteStore
 
 T0 = datetime(2024, 5, 1, tzinfo=UTC)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "index.sqlite3")
-    s.ensure_ready()
-    yield s
-    s.close()
 
 
 def index(store: SQLiteStore, doc: str, version: int, sections: dict[str, tuple[str, list[str]]],
@@ -44,63 +35,64 @@ def found(store: SQLiteStore, text: str, labels: list[str] | None = None) -> lis
     return [h.chunk_id for h in store.search(text, access_labels=labels or [], limit=100)]
 
 
-def test_search_ranks_by_bm25_over_embed_text(store: SQLiteStore) -> None:
-    index(store, "refund", 1, {
+def test_search_ranks_by_bm25_over_embed_text(sqlite_store: SQLiteStore) -> None:
+    index(sqlite_store, "refund", 1, {
         "cards": ("Gift cards are never refunded", []),
         "window": ("Refunds within thirty days; refunds are paid to the card", []),
         "shipping": ("Shipping takes five days", []),
     })
-    hits = store.search("refunds", access_labels=[], limit=10)
+    hits = sqlite_store.search("refunds", access_labels=[], limit=10)
     assert [h.chunk_id for h in hits] == ["refund@v1#window"]  # 'refunded' is another word
     assert hits[0].score > 0
     assert hits[0].chunk.text == "Refunds within thirty days; refunds are paid to the card"
     assert hits[0].chunk.embed_text == "Title > window\n" + hits[0].chunk.text
-    assert found(store, "window") == ["refund@v1#window"]  # the heading path is searched too
+    assert found(sqlite_store, "window") == ["refund@v1#window"]  # the heading path is searched too
     # Any word matches; the chunk with both words ranks first.
-    assert found(store, "card days") == ["refund@v1#window", "refund@v1#shipping"]
+    assert found(sqlite_store, "card days") == ["refund@v1#window", "refund@v1#shipping"]
 
 
-def test_permission_labels_are_enforced_inside_the_query(store: SQLiteStore) -> None:
+def test_permission_labels_are_enforced_inside_the_query(sqlite_store: SQLiteStore) -> None:
     # Ten restricted chunks rank above the one public chunk: a filter applied after a
     # LIMIT 1 would return nothing; inside the query it returns the public chunk.
-    index(store, "policy", 1, {
+    index(sqlite_store, "policy", 1, {
         **{f"r{i}": ("refund refund refund", ["finance"]) for i in range(10)},
         "public": ("refund", []),
         "both": ("refund refund", ["finance", "agents"]),
     })
-    assert [h.chunk_id for h in store.search("refund", access_labels=["agents"], limit=1)] == [
-        "policy@v1#public"
-    ]
-    assert "policy@v1#both" not in found(store, "refund", ["finance"])
-    assert "policy@v1#both" in found(store, "refund", ["finance", "agents"])
-    assert len(store.search("refund", access_labels=["finance"], limit=100)) == 11
+    hits = sqlite_store.search("refund", access_labels=["agents"], limit=1)
+    assert [h.chunk_id for h in hits] == ["policy@v1#public"]
+    assert "policy@v1#both" not in found(sqlite_store, "refund", ["finance"])
+    assert "policy@v1#both" in found(sqlite_store, "refund", ["finance", "agents"])
+    assert len(sqlite_store.search("refund", access_labels=["finance"], limit=100)) == 11
 
 
-def test_search_sees_only_the_current_version_of_live_documents(store: SQLiteStore) -> None:
-    index(store, "d", 1, {"a": ("alpha old", [])})
-    index(store, "d", 2, {"a": ("alpha new", [])})  # v1 chunks still there, not yet deleted
-    store.write_chunks([make_chunk("d", 3, "a", text="alpha next")])  # no state yet
-    assert found(store, "alpha") == ["d@v2#a"]
-    store.put_state(DocumentState("d", 4, T0, T0, deleted=True))
-    assert found(store, "alpha") == []
+def test_search_sees_only_the_current_version_of_live_documents(sqlite_store: SQLiteStore) -> None:
+    index(sqlite_store, "d", 1, {"a": ("alpha old", [])})
+    index(sqlite_store, "d", 2, {"a": ("alpha new", [])})  # v1 chunks still there, not yet deleted
+    sqlite_store.write_chunks([make_chunk("d", 3, "a", text="alpha next")])  # no state yet
+    assert found(sqlite_store, "alpha") == ["d@v2#a"]
+    sqlite_store.put_state(DocumentState("d", 4, T0, T0, deleted=True))
+    assert found(sqlite_store, "alpha") == []
 
 
 @pytest.mark.parametrize("text", ['"', "refund OR", "NEAR(a b)", "a* -b ^c", "col:x", "(((", ""])
-def test_any_text_is_a_literal_query_never_fts5_syntax(store: SQLiteStore, text: str) -> None:
-    index(store, "d", 1, {"a": ("refund col x", [])})
-    assert isinstance(store.search(text, access_labels=[]), list)
+def test_any_text_is_a_literal_query_never_fts5_syntax(
+    sqlite_store: SQLiteStore, text: str,
+) -> None:
+    index(sqlite_store, "d", 1, {"a": ("refund col x", [])})
+    assert isinstance(sqlite_store.search(text, access_labels=[]), list)
 
 
-def test_unicode_words_match_without_diacritics(store: SQLiteStore) -> None:
-    index(store, "tr", 1, {"a": ("Ücretsiz iade süresi", [])})
-    index(store, "fr", 1, {"a": ("Politique de remboursement élargie", [])})
-    assert found(store, "elargie") == ["fr@v1#a"]
-    assert found(store, "ucretsiz") == ["tr@v1#a"]
+def test_unicode_words_match_without_diacritics(sqlite_store: SQLiteStore) -> None:
+    index(sqlite_store, "tr", 1, {"a": ("Ücretsiz iade süresi", [])})
+    index(sqlite_store, "fr", 1, {"a": ("Politique de remboursement élargie", [])})
+    assert found(sqlite_store, "elargie") == ["fr@v1#a"]
+    assert found(sqlite_store, "ucretsiz") == ["tr@v1#a"]
 
 
-def test_bad_limit_is_a_clear_error(store: SQLiteStore) -> None:
+def test_bad_limit_is_a_clear_error(sqlite_store: SQLiteStore) -> None:
     with pytest.raises(SearchQueryError, match="limit=0"):
-        store.search("x", access_labels=[], limit=0)
+        sqlite_store.search("x", access_labels=[], limit=0)
 
 
 def test_everything_survives_closing_and_reopening_the_file(tmp_path: Path) -> None:
@@ -126,12 +118,12 @@ def test_a_file_that_is_not_a_database_is_a_setup_error(tmp_path: Path) -> None:
         SQLiteStore(path).ensure_ready()
 
 
-def test_paging_lists_more_than_one_page(store: SQLiteStore) -> None:
-    store.write_chunks([make_chunk(f"d{i:04d}", 1) for i in range(1100)])
+def test_paging_lists_more_than_one_page(sqlite_store: SQLiteStore) -> None:
+    sqlite_store.write_chunks([make_chunk(f"d{i:04d}", 1) for i in range(1100)])
     for i in range(1100):
-        store.put_state(DocumentState(f"d{i:04d}", 1, T0, T0))
-    assert len(list(store.iter_chunks())) == 1100
-    assert len(list(store.iter_states())) == 1100
+        sqlite_store.put_state(DocumentState(f"d{i:04d}", 1, T0, T0))
+    assert len(list(sqlite_store.iter_chunks())) == 1100
+    assert len(list(sqlite_store.iter_states())) == 1100
 
 
 def test_a_locked_database_is_a_transient_error_the_worker_retries(tmp_path: Path) -> None:

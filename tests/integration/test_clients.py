@@ -47,6 +47,8 @@ from policy_indexer_client.llamaindex import PolicyIndexRetriever
 from support.waiting import wait_until
 from support.workers import CLI, free_port
 
+pytestmark = pytest.mark.slow  # starts `policy-indexer serve` (a process) and loopback servers
+
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ROOT / "examples" / "library"
 CLIENT_DIR = ROOT / "clients" / "python"
@@ -296,7 +298,6 @@ def test_retries_are_bounded_and_a_long_retry_after_is_not_waited_for(
 # --- the distribution installs and works on its own ------------------------------
 
 
-@pytest.mark.slow
 def test_the_client_installs_alone_and_searches_without_the_indexer(
     server: str, tmp_path: Path,
 ) -> None:

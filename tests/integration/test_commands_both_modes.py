@@ -10,11 +10,14 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from support.waiting import wait_until
 from support.webhook_helpers import SECRET, encode, payload, signed_headers
 from support.workers import CLI, free_port
 
 from transport.local_queue import LocalQueue
+
+pytestmark = pytest.mark.slow  # starts `policy-indexer webhook` (a process)
 
 
 def test_the_webhook_command_publishes_into_the_embedded_queue(tmp_path: Path) -> None:

@@ -15,6 +15,8 @@ from support.search_cli import AS_OF, cli, environment, search
 
 from store.elasticsearch import ElasticsearchStore
 
+pytestmark = pytest.mark.slow  # runs the CLI as processes (several seconds)
+
 
 def embed(env: dict[str, str], encoders: str) -> int:
     done = cli({**env, "POLICY_INDEXER_ENCODERS": encoders}, "embed", "--once")

@@ -34,6 +34,8 @@ from support.workers import CLI, free_port
 
 from store.sqlite import SQLiteStore
 
+pytestmark = pytest.mark.slow  # starts `policy-indexer run` (a process)
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "library"
 SECRET = "whsec_all_in_one_test_000001"
 FOLLOW_S = 2.0  # the bound for the index to follow a change

@@ -33,6 +33,8 @@ from support.workers import CLI, free_port
 
 from store.elasticsearch import ElasticsearchStore
 
+pytestmark = pytest.mark.slow  # runs the CLI (reindex, embed, serve, mcp) as processes
+
 
 def index_the_library(env: dict[str, str]) -> None:
     done = cli(env, "reindex")

@@ -21,6 +21,8 @@ from store.model import DocumentState
 from transport.kafka import ProducerPolicy, ensure_topics
 from transport.kafka_producer import KafkaSender
 
+pytestmark = pytest.mark.slow  # runs the CLI as processes (several seconds)
+
 
 def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("POLICY_INDEXER_")}

@@ -182,19 +182,16 @@ def search_service(settings: Settings, backends: Backends,
 
 def credentials(settings: Settings) -> Credentials:
     """The API keys and their labels; ``SearchNotConfigured`` names the setting."""
-    if settings.search_api_keys_file is not None:
-        where = f"POLICY_INDEXER_SEARCH_API_KEYS_FILE={str(settings.search_api_keys_file)!r}"
-        try:
-            text = settings.search_api_keys_file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise SearchNotConfigured(f"{where}: {exc}") from exc
-    elif settings.search_api_keys is not None:
-        where, text = "POLICY_INDEXER_SEARCH_API_KEYS", settings.search_api_keys.get_secret_value()
-    else:
+    # A ..._FILE was read into search_api_keys when the settings loaded (the secret-file rule).
+    if settings.search_api_keys is None:
         raise SearchNotConfigured(
             "no search API key configured: set POLICY_INDEXER_SEARCH_API_KEYS to "
             '\'{"<key-id>": {"key": "<secret>", "labels": ["public"]}}\' (or ..._FILE)'
         )
+    where = "POLICY_INDEXER_SEARCH_API_KEYS"
+    if settings.search_api_keys_file is not None:
+        where = f"{where}_FILE={str(settings.search_api_keys_file)!r}"
+    text = settings.search_api_keys.get_secret_value()
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

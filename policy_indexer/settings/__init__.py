@@ -29,6 +29,19 @@ has is taken from the component's constant, written once.
 | ``search`` | search_policy: server, keys, dense views, threshold, reranker, run log |
 | ``embeddings`` | the vector backfill |
 | ``secret_files`` | the secret-file rule below, and ``mask_url`` |
+
+The secret-file rule. A secret X with a file form (``SECRET_FILE_SETTINGS``:
+the Kafka SASL and key passwords, the Elasticsearch password and API key, the
+search API keys) is given either inline, ``POLICY_INDEXER_X``, or as a file,
+``POLICY_INDEXER_X_FILE`` (a mounted secret); both at once are refused ("set x
+or x_file, not both"). The file is read once, when the settings load, into X
+(so every reader sees X): UTF-8, at most ``MAX_SECRET_FILE_BYTES``, without
+the trailing newline, never empty; one that breaks this stops every command
+at start, naming the ``_FILE`` setting. ``POLICY_INDEXER_SECRETS_DIR`` (a
+directory of files named as the variables) is pydantic-settings' own source
+of any setting, below the environment and ``.env``: a variable also set there
+wins over its file, and the file's content is stripped of surrounding
+whitespace.
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ class SearchSettings(BaseModel):
         "A caller's labels come from its key, never from its request.",
     )
     search_api_keys_file: Path | None = Field(
-        None, description="The same JSON in a file (a mounted secret); wins over search_api_keys."
+        None, description="The same JSON in a file (a mounted secret); set it or search_api_keys, "
+        "not both."
     )
     mcp_api_key: SecretStr | None = Field(
         None, description="`policy-indexer mcp` (stdio): the key (one of search_api_keys) whose "

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 # Secrets that can also come from a file named by ``<setting>_file``.
 SECRET_FILE_SETTINGS = (
     "kafka_sasl_password", "kafka_key_password", "elasticsearch_password",
-    "elasticsearch_api_key",
+    "elasticsearch_api_key", "search_api_keys",
 )
 # A secret file is some bytes; a bigger one is the wrong file (a whole bundle).
 MAX_SECRET_FILE_BYTES = 64 * 1024

@@ -29,14 +29,15 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from deleter.sweep import classify
-from foundation.comparison import Verdict, compare
+from foundation.comparison import Verdict, compare, verdict
 from metrics.lag import DocumentLag, LagStatus, verdict_lag
-from sources.base import SourceEntry
+from sources.base import SourceEntry, UnreadableKind
 from sources.unlisted import with_unlisted
 from store.model import ChunkRef, DocumentState
 
@@ -125,7 +126,7 @@ def measure(
     source_name: str | None = None,
     refused: Collection[tuple[str, int]] = (),
 ) -> FreshnessSnapshot:
-    """One cycle. Reads ``states`` first, then ``listing``, then ``chunks``.
+    """One full cycle. Reads ``states`` first, then ``listing``, then ``chunks``.
 
     ``memory`` is replaced only when the whole cycle succeeds: an exception from
     any of the three streams leaves it as it was. ``source_name``: the listing's
@@ -133,109 +134,334 @@ def measure(
     ``refused``: (document id, version) the worker refused for its content (a dead
     letter): such a source version the index lacks waits for an edit, never a lag.
     """
-    indexed = {s.document_id: _compact(s) for s in states}
-    lags: list[DocumentLag] = []
-    by_status: dict[str, int] = {}
-    source_live = 0
-    index_live_only = 0
-    future = 0
-    elsewhere = 0
-    behind, absent = memory.behind, memory.absent
-    new_behind: dict[str, tuple[int, datetime]] = {}
-    new_absent: dict[str, datetime] = {}
-    current: list[str] = []
-    unreadable: list[tuple[str, str]] = []
-    listing = with_unlisted(listing, indexed)  # a folder that cannot be listed: kept
-    for found in compare(listing, indexed, source=source_name, refused=refused):
-        document_id, entry, state = found.document_id, found.entry, found.state
-        if entry is not None and not entry.deleted:
-            source_live += 1
-        if found.verdict is Verdict.OTHER_OWNER:
-            elsewhere += 1
-            continue  # another source's document: not compared with this one
-        if entry is None:  # not listed: live only in the index, or nothing to say
-            if found.verdict is not Verdict.GONE_FROM_SOURCE:
+    view = FreshnessView(max_series=max_series, grace=grace, source_name=source_name,
+                         memory=memory)
+    snapshot = view.rebuild(listing, states, chunks, now=now, refused=refused)
+    memory.behind, memory.absent = view.behind, view.absent
+    return snapshot
+
+
+# What one document adds to a snapshot: bits of FreshnessView.flags.
+_SOURCE_LIVE = 1  # live at the source (a tombstone is not)
+_INDEX_LIVE_ONLY = 2  # live only in the index (p95's population beside the source's)
+_ELSEWHERE = 4  # another source's document
+_CURRENT = 8  # current: may be exported at 0 to fill the series cap
+_FUTURE = 16  # the source's changed_at is after the cycle's clock
+
+
+@dataclass(frozen=True, slots=True)
+class _Judgement:
+    flags: int = 0
+    lag: DocumentLag | None = None
+    behind: tuple[int, datetime] | None = None  # LagMemory.behind's value
+    absent: datetime | None = None  # LagMemory.absent's value
+    unreadable: str | None = None  # the reason's kind
+
+
+_NOTHING = _Judgement()
+
+
+class FreshnessView:
+    """The monitor's view of every document, kept between cycles.
+
+    ``rebuild`` reads the whole listing, every state and every chunk (a full cycle,
+    what ``measure`` is); ``update`` then applies only what changed: the listing's
+    changed, new and removed entries, the states that changed, the chunks of the
+    documents that may hold a leftover. Each document's part of the snapshot (its
+    ``flags``, lag, memory, unreadable reason) is kept, so a document nothing
+    touched is not judged again; the snapshot itself is summed from those parts.
+
+    Chunks: only the *odd* ones are kept, those not of their document's current
+    live version (every leftover, and those still in the grace period). They are
+    classified again at each snapshot, since the grace period runs with the clock.
+    """
+
+    def __init__(self, *, max_series: int | None, grace: timedelta,
+                 source_name: str | None = None, memory: LagMemory | None = None) -> None:
+        self.max_series = max_series
+        self.grace = grace
+        self.source_name = source_name
+        self.entries: dict[str, SourceEntry] = {}  # the listing, in its order
+        self.states: dict[str, DocumentState] = {}  # compact states
+        self.flags: dict[str, int] = {}
+        self.lags: dict[str, DocumentLag] = {}  # lagging documents only
+        self.behind: dict[str, tuple[int, datetime]] = dict(memory.behind) if memory else {}
+        self.absent: dict[str, datetime] = dict(memory.absent) if memory else {}
+        self.unreadable: dict[str, str] = {}
+        self.future: set[str] = set()
+        self.odd_chunks: dict[str, list[ChunkRef]] = {}
+        self.chunk_count = 0
+        self.refused: frozenset[tuple[str, int]] = frozenset()
+        self.now: datetime | None = None  # the clock of the last cycle
+        self.built = False
+        self.unlisted = False  # the listing names a folder that cannot be listed
+
+    # -- full ---------------------------------------------------------------
+    def rebuild(
+        self,
+        listing: Iterable[SourceEntry],
+        states: Iterable[DocumentState],
+        chunks: Iterable[ChunkRef],
+        *,
+        now: datetime,
+        refused: Collection[tuple[str, int]] = (),
+    ) -> FreshnessSnapshot:
+        """A full cycle; the view is replaced only when all three streams were read."""
+        indexed = {s.document_id: _compact(s) for s in states}
+        entries: dict[str, SourceEntry] = {}
+        for entry in with_unlisted(listing, indexed):  # a folder that cannot be listed: kept
+            entries[entry.document_id] = entry
+        refused_set = frozenset(refused)
+        judged = {
+            found.document_id: self._judge(found.document_id, found.verdict, found.entry,
+                                           found.state, now)
+            for found in compare(entries.values(), indexed, source=self.source_name,
+                                 refused=refused_set)
+        }
+        odd: dict[str, list[ChunkRef]] = {}
+        count = 0
+        for ref in chunks:
+            count += 1
+            if _is_odd(ref, indexed.get(ref.document_id)):
+                odd.setdefault(ref.document_id, []).append(ref)
+        self.entries, self.states, self.odd_chunks = entries, indexed, odd
+        self.chunk_count, self.refused = count, refused_set
+        self.flags, self.lags, self.behind, self.absent = {}, {}, {}, {}
+        self.unreadable, self.future = {}, set()
+        for document_id, judgement in judged.items():
+            self._keep(document_id, judgement)
+        self.now, self.built = now, True
+        self.unlisted = any(_unlisted_marker(e) for e in entries.values()
+                            if e.unreadable is not None)
+        return self.snapshot(now)
+
+    # -- incremental --------------------------------------------------------
+    def changed_states(self, states: Iterable[DocumentState]) -> dict[str, DocumentState]:
+        """Of ``states`` (read again: those written since a watermark, or all), the ones
+        that differ from the view's, compacted."""
+        changed: dict[str, DocumentState] = {}
+        held = self.states
+        for state in states:
+            compact = _compact(state)
+            if held.get(state.document_id) != compact:
+                changed[state.document_id] = compact
+        return changed
+
+    def update(
+        self,
+        entries: dict[str, SourceEntry],
+        changed_states: dict[str, DocumentState],
+        *,
+        removed_states: Collection[str] = (),
+        refreshed: Collection[str] | None,
+        refreshed_chunks: Iterable[ChunkRef],
+        chunk_count: int | None,
+        now: datetime,
+        refused: Collection[tuple[str, int]] = (),
+    ) -> FreshnessSnapshot | None:
+        """An incremental cycle; None (the view unchanged) when it needs a full one.
+
+        ``entries``: the whole listing, by id, in its order. ``changed_states``: from
+        ``changed_states``; ``removed_states``: ids whose state is gone (known only to a
+        caller that read every state). ``refreshed``: documents whose chunks were read
+        again, all of them (``refreshed_chunks``; it must cover every document with a
+        changed state, with a chunk written since the watermark, and ``odd_chunks``);
+        None: ``refreshed_chunks`` is every chunk of the index. ``chunk_count``: every
+        chunk in the index (None: as many as ``refreshed_chunks``).
+        """
+        if not self.built or self.unlisted or (self.now is not None and now < self.now):
+            # never built; a folder that cannot be listed (with_unlisted reads every id);
+            # a clock that went back (future-dated documents would come back)
+            return None
+        held = self.entries
+        dirty: set[str] = set(changed_states)
+        dirty.update(removed_states)
+        for document_id, entry in entries.items():
+            old = held.get(document_id)
+            if old is not entry and old != entry:
+                if _unlisted_marker(entry):
+                    return None  # a folder that cannot be listed: with_unlisted, in full
+                dirty.add(document_id)
+        dirty.update(held.keys() - entries.keys())  # gone from the listing
+        refused_set = frozenset(refused)
+        if refused_set != self.refused:
+            dirty.update(document_id for document_id, _ in refused_set ^ self.refused)
+        dirty.update(self.future)  # a future-dated change may have come of age
+        states = self.states
+        odd: dict[str, list[ChunkRef]] = {}
+        read = 0
+        for ref in refreshed_chunks:
+            read += 1
+            state = changed_states.get(ref.document_id, states.get(ref.document_id))
+            if ref.document_id in removed_states:
+                state = None
+            if _is_odd(ref, state):
+                odd.setdefault(ref.document_id, []).append(ref)
+        # everything read; from here on nothing fails, the view changes as a whole
+        for document_id in removed_states:
+            states.pop(document_id, None)
+        states.update(changed_states)
+        self.entries = entries
+        judged = []
+        for document_id in dirty:
+            listed, state = entries.get(document_id), states.get(document_id)
+            if listed is None and state is None:
+                judged.append((document_id, _NOTHING))
                 continue
-            index_live_only += 1
-            since = absent.get(document_id, now)
-            new_absent[document_id] = since
-            lag = verdict_lag(document_id, found.verdict, None, absent_since=since)
-            if lag is not None and lag.since is not None:
-                lags.append(lag)
-            continue
-        if entry.unreadable is not None:
-            unreadable.append((document_id, entry.unreadable.kind.value))
-            continue  # no version to compare: its own status, never a lag
-        if entry.changed_at > now:
-            future += 1
-        if found.verdict is Verdict.REFUSED:
-            continue  # refused for its content: fixed at the source, not lagging
-        if entry.deleted and state is not None and not state.deleted:
-            index_live_only += 1  # live only in the index
-        version = state.version if state is not None else 0
-        kept = behind.get(document_id)
-        remembered = kept[1] if kept is not None and kept[0] == version else None
-        lag = verdict_lag(document_id, found.verdict, entry, remembered=remembered)
-        if lag is not None and lag.since is not None:
-            new_behind[document_id] = (version, lag.since)
-            lags.append(lag)
-        elif (max_series is None or len(current) < max_series) and not (
-            entry.deleted and (state is None or state.deleted)
-        ):
-            current.append(document_id)
-    for lag in lags:
-        by_status[lag.status.value] = by_status.get(lag.status.value, 0) + 1
-    timed = [(lag.since, lag) for lag in lags if lag.since is not None]
-    starts = sorted(since for since, _ in timed)
-    if max_series is None:
-        top = [lag for _, lag in sorted(timed, key=_first)]
-    else:
-        top = [lag for _, lag in heapq.nsmallest(max_series, timed, key=_first)]
-        # fewer lagging documents than the cap: the rest of the N are current ones, at 0
-        current = current[: max_series - len(top)]
-
-    leftover_chunks = 0
-    leftover_docs: set[str] = set()
-    leftover_since: datetime | None = None
-    examined = 0
-    for ref in chunks:
-        examined += 1
-        state = indexed.get(ref.document_id)
-        if state is not None and ref.version == state.version and not state.deleted:
-            continue  # the current version: the common case, decided without classify()
-        reason = classify(ref, state, now, grace)
-        if reason is None or reason == "grace":
-            continue
-        leftover_chunks += 1
-        leftover_docs.add(ref.document_id)
-        if reason in ("older", "deleted-document") and state is not None:
-            became = state.indexed_at
+            found = verdict(document_id, listed, state, source=self.source_name,
+                            refused=refused_set)
+            judged.append((document_id, self._judge(document_id, found, listed, state, now)))
+        for document_id, judgement in judged:
+            self._forget(document_id)
+            self._keep(document_id, judgement)
+        if refreshed is None:
+            self.odd_chunks = odd
         else:
-            became = ref.indexed_at or now
-        if leftover_since is None or became < leftover_since:
-            leftover_since = became
+            for document_id in refreshed:
+                self.odd_chunks.pop(document_id, None)
+            self.odd_chunks.update(odd)
+        self.chunk_count = read if chunk_count is None else chunk_count
+        self.refused, self.now = refused_set, now
+        return self.snapshot(now)
 
-    index_live = sum(1 for s in indexed.values() if not s.deleted)
-    memory.behind, memory.absent = new_behind, new_absent
-    return FreshnessSnapshot(
-        taken_at=now,
-        source_documents=source_live,
-        indexed_documents=index_live,
-        behind_by_status={s.value: by_status.get(s.value, 0) for s in LagStatus
-                          if s not in (LagStatus.CURRENT, LagStatus.UNREADABLE)},
-        behind_since=starts,
-        most_lagging=top,
-        current_documents=current,
-        future_dated=future,
-        leftover_versions=leftover_chunks,
-        leftover_documents=len(leftover_docs),
-        leftover_since=leftover_since,
-        chunks_examined=examined,
-        known_documents=source_live + index_live_only,
-        unreadable=sorted(unreadable),
-        other_owner_documents=elsewhere,
-    )
+    # -- one document -------------------------------------------------------
+    def _judge(self, document_id: str, found: Verdict, entry: SourceEntry | None,
+               state: DocumentState | None, now: datetime) -> _Judgement:
+        """What one document adds to the snapshot (``measure``'s rules, one document)."""
+        flags = _SOURCE_LIVE if entry is not None and not entry.deleted else 0
+        if found is Verdict.OTHER_OWNER:
+            return _Judgement(flags | _ELSEWHERE)  # not compared with this source
+        if entry is None:  # not listed: live only in the index, or nothing to say
+            if found is not Verdict.GONE_FROM_SOURCE:
+                return _Judgement(flags)
+            since = self.absent.get(document_id, now)
+            lag = verdict_lag(document_id, found, None, absent_since=since)
+            if lag is None or lag.since is None:
+                lag = None
+            return _Judgement(flags | _INDEX_LIVE_ONLY, lag, absent=since)
+        if entry.unreadable is not None:  # no version to compare: its own status, no lag
+            return _Judgement(flags, unreadable=entry.unreadable.kind.value)
+        if entry.changed_at > now:
+            flags |= _FUTURE
+        if found is Verdict.REFUSED:
+            return _Judgement(flags)  # refused for its content: fixed at the source
+        if entry.deleted and state is not None and not state.deleted:
+            flags |= _INDEX_LIVE_ONLY  # live only in the index
+        version = state.version if state is not None else 0
+        kept = self.behind.get(document_id)
+        remembered = kept[1] if kept is not None and kept[0] == version else None
+        lag = verdict_lag(document_id, found, entry, remembered=remembered)
+        if lag is not None and lag.since is not None:
+            return _Judgement(flags, lag, behind=(version, lag.since))
+        if not (entry.deleted and (state is None or state.deleted)):
+            flags |= _CURRENT
+        return _Judgement(flags)
+
+    def _forget(self, document_id: str) -> None:
+        self.flags.pop(document_id, None)
+        self.lags.pop(document_id, None)
+        self.behind.pop(document_id, None)
+        self.absent.pop(document_id, None)
+        self.unreadable.pop(document_id, None)
+        self.future.discard(document_id)
+
+    def _keep(self, document_id: str, judgement: _Judgement) -> None:
+        if judgement.flags:
+            self.flags[document_id] = judgement.flags
+            if judgement.flags & _FUTURE:
+                self.future.add(document_id)
+        if judgement.lag is not None:
+            self.lags[document_id] = judgement.lag
+        if judgement.behind is not None:
+            self.behind[document_id] = judgement.behind
+        if judgement.absent is not None:
+            self.absent[document_id] = judgement.absent
+        if judgement.unreadable is not None:
+            self.unreadable[document_id] = judgement.unreadable
+
+    # -- the snapshot -------------------------------------------------------
+    def snapshot(self, now: datetime) -> FreshnessSnapshot:
+        """The snapshot of the view as it stands (sums over the kept parts)."""
+        counts = Counter(self.flags.values())
+
+        def having(bit: int) -> int:
+            return sum(n for flags, n in counts.items() if flags & bit)
+
+        source_live = having(_SOURCE_LIVE)
+        by_status: dict[str, int] = {}
+        for lag in self.lags.values():
+            by_status[lag.status.value] = by_status.get(lag.status.value, 0) + 1
+        timed = [(lag.since, lag.document_id, lag) for lag in self.lags.values()
+                 if lag.since is not None]
+        starts = sorted(since for since, _, _ in timed)
+        max_series = self.max_series
+        if max_series is None:
+            top = [lag for _, _, lag in sorted(timed, key=_order)]
+            room = None
+        else:
+            top = [lag for _, _, lag in heapq.nsmallest(max_series, timed, key=_order)]
+            # fewer lagging documents than the cap: the rest of the N are current ones, at 0
+            room = max_series - len(top)
+        current: list[str] = []
+        if room is None or room > 0:
+            flags = self.flags
+            for document_id in self.entries:
+                if flags.get(document_id, 0) & _CURRENT:
+                    current.append(document_id)
+                    if room is not None and len(current) >= room:
+                        break
+
+        leftover_chunks = 0
+        leftover_docs: set[str] = set()
+        leftover_since: datetime | None = None
+        for document_id, refs in self.odd_chunks.items():
+            state = self.states.get(document_id)
+            for ref in refs:
+                reason = classify(ref, state, now, self.grace)
+                if reason is None or reason == "grace":
+                    continue
+                leftover_chunks += 1
+                leftover_docs.add(document_id)
+                if reason in ("older", "deleted-document") and state is not None:
+                    became = state.indexed_at
+                else:
+                    became = ref.indexed_at or now
+                if leftover_since is None or became < leftover_since:
+                    leftover_since = became
+
+        return FreshnessSnapshot(
+            taken_at=now,
+            source_documents=source_live,
+            indexed_documents=sum(1 for s in self.states.values() if not s.deleted),
+            behind_by_status={s.value: by_status.get(s.value, 0) for s in LagStatus
+                              if s not in (LagStatus.CURRENT, LagStatus.UNREADABLE)},
+            behind_since=starts,
+            most_lagging=top,
+            current_documents=current,
+            future_dated=having(_FUTURE),
+            leftover_versions=leftover_chunks,
+            leftover_documents=len(leftover_docs),
+            leftover_since=leftover_since,
+            chunks_examined=self.chunk_count,
+            known_documents=source_live + having(_INDEX_LIVE_ONLY),
+            unreadable=sorted(self.unreadable.items()),
+            other_owner_documents=having(_ELSEWHERE),
+        )
+
+    def memory(self) -> LagMemory:
+        return LagMemory(dict(self.behind), dict(self.absent))
 
 
-def _first(pair: tuple[datetime, DocumentLag]) -> datetime:
-    return pair[0]
+def _is_odd(ref: ChunkRef, state: DocumentState | None) -> bool:
+    """Not a chunk of its document's current live version: a leftover, or may become one."""
+    return state is None or ref.version != state.version or state.deleted
+
+
+def _unlisted_marker(entry: SourceEntry) -> bool:
+    return (entry.unreadable is not None and entry.unreadable.kind is UnreadableKind.UNLISTABLE
+            and entry.document_id.endswith("/"))
+
+
+def _order(item: tuple[datetime, str, DocumentLag]) -> tuple[datetime, str]:
+    """Oldest first; equal start times by document id (the same order however read)."""
+    return item[0], item[1]

@@ -7,8 +7,9 @@ store. ``tests/unit/store/test_contract.py`` runs one suite against all of them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Protocol
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import Protocol, runtime_checkable
 
 from chunker.model import Chunk
 from store.model import ChunkRef, DocumentState
@@ -79,3 +80,25 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release connections."""
+
+
+@runtime_checkable
+class ChangeReads(Protocol):
+    """What a store may add so that the freshness monitor reads only what changed.
+
+    A store without them is read whole by the monitor's every cycle (its figures are
+    the same, only slower). ``since`` compares with the ``indexed_at`` the writer
+    stamped (a state's, a chunk's); a write is seen once a search can see it.
+    """
+
+    def iter_states_since(self, since: datetime) -> Iterator[DocumentState]:
+        """Every state with ``indexed_at >= since``."""
+
+    def iter_chunks_since(self, since: datetime) -> Iterator[ChunkRef]:
+        """Every chunk with ``indexed_at >= since``."""
+
+    def iter_chunks_of(self, document_ids: Collection[str]) -> Iterator[ChunkRef]:
+        """Every chunk of these documents."""
+
+    def count_chunks(self) -> int:
+        """How many chunks the store holds."""

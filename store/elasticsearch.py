@@ -8,7 +8,7 @@ Requests and error translation live in ``store.es_requests``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -47,6 +47,10 @@ class IndexNames:
 
     def first_index(self, alias: str) -> str:
         return f"{alias}-000001"
+
+
+# Document ids per ``terms`` query (Elasticsearch's own limit is 65,536).
+TERMS_BATCH = 1000
 
 
 class ElasticsearchStore:
@@ -334,6 +338,26 @@ class ElasticsearchStore:
             page=self.scan_page_size,
         ):
             yield _state_from_source(hit["_source"])
+
+    # -- what changed (store.base.ChangeReads: the monitor's incremental cycle) ----
+    def iter_states_since(self, since: datetime) -> Iterator[DocumentState]:
+        query = {"range": {"indexed_at": {"gte": since.isoformat()}}}
+        for hit in search_all(self.client, self.names.states, query, "document_id", None,
+                              page=self.scan_page_size):
+            yield _state_from_source(hit["_source"])
+
+    def iter_chunks_since(self, since: datetime) -> Iterator[ChunkRef]:
+        return self._search_refs({"range": {"indexed_at": {"gte": since.isoformat()}}})
+
+    def iter_chunks_of(self, document_ids: Collection[str]) -> Iterator[ChunkRef]:
+        ids = sorted(document_ids)
+        for start in range(0, len(ids), TERMS_BATCH):
+            yield from self._search_refs(
+                {"terms": {"document_id": ids[start:start + TERMS_BATCH]}})
+
+    def count_chunks(self) -> int:
+        resp = translate("count chunks", self.client.count, index=self.names.chunks)
+        return int(resp["count"])
 
     def refresh(self) -> None:
         translate(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 
 from chunker.model import Chunk
@@ -76,6 +76,22 @@ class InMemoryStore:
     def iter_states(self) -> Iterator[DocumentState]:
         with self._lock:
             return iter(sorted(self.states.values(), key=lambda s: s.document_id))
+
+    # -- what changed (store.base.ChangeReads) --------------------------------
+    def iter_states_since(self, since: datetime) -> Iterator[DocumentState]:
+        return iter([s for s in self.iter_states() if s.indexed_at >= since])
+
+    def iter_chunks_since(self, since: datetime) -> Iterator[ChunkRef]:
+        return iter([c for c in self.iter_chunks()
+                     if c.indexed_at is not None and c.indexed_at >= since])
+
+    def iter_chunks_of(self, document_ids: Collection[str]) -> Iterator[ChunkRef]:
+        wanted = set(document_ids)
+        return iter([c for c in self.iter_chunks() if c.document_id in wanted])
+
+    def count_chunks(self) -> int:
+        with self._lock:
+            return len(self.chunks)
 
     def refresh(self) -> None:
         return None

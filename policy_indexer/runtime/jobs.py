@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from metrics.collector import FreshnessCollector
 from metrics.definitions import ReindexMetrics
-from metrics.monitor import FreshnessMonitor
+from metrics.monitor import FULL_EVERY, FreshnessMonitor
 from policy_indexer import __version__
 from policy_indexer.runtime.backends import Backends
 from policy_indexer.settings import Settings
@@ -106,6 +106,8 @@ def freshness_monitor(
         max_series=None if series == "all" else series,
         grace=timedelta(seconds=settings.sweep_grace_seconds),
         refused=refused,
+        # incremental cycles, a full one every hour (docs/monitoring.md)
+        full_every=FULL_EVERY,
     )
 
 

@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/bench_monitor.py                 # 1,000 and 100,000 documents
     .venv/bin/python bench/bench_monitor.py --sizes 1000 --chunks-per-doc 5
+    .venv/bin/python bench/bench_monitor.py --sizes 1000000 --incremental 100 \
+        --elasticsearch http://127.0.0.1:9200      # full against incremental cycles
 
 For each size it writes a change log of N documents (the source, read by the real
 ``ChangeLogSource``) and builds an index that streams N document states and
@@ -30,12 +32,14 @@ import time
 import tracemalloc
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from elasticsearch import helpers
 
 from metrics.freshness import FreshnessSnapshot, LagMemory, measure
+from metrics.monitor import FULL_EVERY, FreshnessMonitor
 from sources.changelog import ChangeLogSource
 from store.elasticsearch import ElasticsearchStore
 from store.model import ChunkRef, DocumentState
@@ -85,6 +89,10 @@ class GeneratedIndex:
             ids = tuple(f"{doc}@v2#s{c}" for c in range(self.chunks_per_doc))
             yield DocumentState(doc, 2, NOW - timedelta(days=1), indexed_at, chunk_ids=ids)
 
+    def chunk_total(self) -> int:
+        return sum(self.chunks_per_doc + (kind(i) == "leftover")
+                   for i in range(self.n) if kind(i) != "missing")
+
     def iter_chunks(self) -> Iterator[ChunkRef]:
         indexed_at = NOW - timedelta(hours=1)
         for i in range(self.n):
@@ -117,6 +125,77 @@ def load_elasticsearch(url: str, index: GeneratedIndex) -> ElasticsearchStore:
 
 
 Index = GeneratedIndex | ElasticsearchStore
+
+
+def incremental_run(url: str, path: Path, n: int, chunks_per_doc: int, changes: int) -> None:
+    """On Elasticsearch: a full cycle, ``changes`` changes, an incremental cycle, a full one.
+
+    The monitor is ``FreshnessMonitor`` as the processes run it (its clock the real
+    one); the changes are new versions of ``changes`` documents: the line appended to
+    the change log, the new state and chunks written, the old chunks deleted (what the
+    worker does), all stamped now.
+    """
+    generated = GeneratedIndex(n, chunks_per_doc)
+    started = time.perf_counter()
+    store = load_elasticsearch(url, generated)
+    print(f"loading {n:,} states and {generated.chunk_total():,} chunks took "
+          f"{time.perf_counter() - started:.1f} s")
+    try:
+        source = ChangeLogSource(path)
+        incremental = FreshnessMonitor(source, store, max_series=100, full_every=FULL_EVERY)
+        rows = []
+        for label in ("first (full)", "incremental, nothing changed"):
+            rows.append((label, cycle(incremental)))
+        change(store, path, n, changes, chunks_per_doc)
+        rows.append((f"incremental after {changes} changes", cycle(incremental)))
+        full = FreshnessMonitor(ChangeLogSource(path), store, max_series=100,
+                                full_every=timedelta(0))
+        rows.append(("full, same data", cycle(full)))
+        first = rows[0][1][0]
+        print(f"{'cycle':>36} {'seconds':>8} {'ratio to full':>14} {'behind':>7} "
+              f"{'leftovers':>10} {'chunks':>10}")
+        for label, (seconds, snap) in rows:
+            print(f"{label:>36} {seconds:>8.2f} {seconds / first:>14.3f} {snap.behind:>7} "
+                  f"{snap.leftover_versions:>10} {snap.chunks_examined:>10,}")
+        a, b = rows[2][1][1], rows[3][1][1]
+        same = replace(a, taken_at=b.taken_at, behind_since=[]) == replace(
+            b, behind_since=[]) and len(a.behind_since) == len(b.behind_since)
+        print(f"incremental and full give the same figures: {same}")
+    finally:
+        store.delete_everything()
+        store.close()
+
+
+def cycle(monitor: FreshnessMonitor) -> tuple[float, FreshnessSnapshot]:
+    gc.collect()
+    started = time.perf_counter()
+    snapshot = monitor.run_cycle()
+    seconds = time.perf_counter() - started
+    assert snapshot is not None, monitor.status.last_error
+    return seconds, snapshot
+
+
+def change(store: ElasticsearchStore, path: Path, n: int, changes: int,
+           chunks_per_doc: int) -> None:
+    """New versions of ``changes`` current documents, as the source and the worker make them."""
+    now = datetime.now(UTC)
+    docs = [i for i in range(0, n, max(1, n // changes)) if kind(i) == "current"][:changes]
+    with path.open("a", encoding="utf-8") as f:
+        for i in docs:
+            f.write(json.dumps({
+                "seq": n + i, "document_id": f"policies/doc-{i:06d}", "path": f"doc-{i}.md",
+                "action": "upsert", "version": 3, "changed_at": now.isoformat(), "commit": "c",
+                "content": "# Policy\n\nNew body."}) + "\n")
+    chunks = [{"_index": store.names.chunks, "_id": f"policies/doc-{i:06d}@v3#s{c}",
+               "_source": {"chunk_id": f"policies/doc-{i:06d}@v3#s{c}",
+                           "document_id": f"policies/doc-{i:06d}", "version": 3,
+                           "indexed_at": now.isoformat(), "text": "short"}}
+              for i in docs for c in range(chunks_per_doc)]
+    helpers.bulk(store.client, chunks)
+    store.put_states([DocumentState(f"policies/doc-{i:06d}", 3, now, now) for i in docs])
+    store.delete_chunks(f"policies/doc-{i:06d}@v2#s{c}" for i in docs
+                        for c in range(chunks_per_doc))
+    store.refresh()
 
 
 def monitor_cycle(source: ChangeLogSource, index: Index) -> FreshnessSnapshot:
@@ -162,7 +241,20 @@ def main() -> None:
                         help="also scan a real Elasticsearch loaded with the same index")
     parser.add_argument("--es-page-sizes", type=int, nargs="+", default=[1000, 10000],
                         help="hits per scan request to compare on Elasticsearch")
+    parser.add_argument("--incremental", type=int, metavar="CHANGES",
+                        help="with --elasticsearch: time a full cycle, an incremental one "
+                        "after CHANGES changes and a full one again, instead of the rest")
     args = parser.parse_args()
+    if args.incremental is not None:
+        if not args.elasticsearch:
+            parser.error("--incremental needs --elasticsearch")
+        with tempfile.TemporaryDirectory() as tmp:
+            for n in args.sizes:
+                path = Path(tmp) / f"source-{n}.jsonl"
+                write_source(path, n)
+                incremental_run(args.elasticsearch, path, n, args.chunks_per_doc,
+                                args.incremental)
+        return
     print(f"{'documents':>14} {'chunks':>9} {'monitor s':>10} {'baseline s':>11} {'ratio':>6} "
           f"{'monitor MB':>11} {'baseline MB':>12}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +22,8 @@ from store.elasticsearch import ElasticsearchStore
 pytestmark = [pytest.mark.services, pytest.mark.corpus, pytest.mark.slow]
 
 # The n-th batch of 10 events (the worker checkpoints once per polled batch).
+# The last kill is off the hooks: once the group's committed offsets show that
+# worker's first 20 records committed, at once, wherever it is in the next batch.
 KILL_POINTS = [
     "after-chunk-write:3",   # chunks written, states not yet
     "after-state-write:5",   # states written, delete step not yet
@@ -30,6 +31,7 @@ KILL_POINTS = [
     "after-commit:2",        # right after a commit
     "after-chunk-write:8",
 ]
+COMMITTED_BEFORE_THE_LAST_KILL = 20
 
 
 def test_sigkill_at_every_step_and_restart_gives_the_same_state(
@@ -38,17 +40,22 @@ def test_sigkill_at_every_step_and_restart_gives_the_same_state(
 ) -> None:
     publish_events(pipeline.kafka, pipeline.topic, basecamp_events)
     killed = []
-    for spec in [*KILL_POINTS, "random"]:
-        if spec == "random":
-            worker = pipeline.start_worker(tmp_path, commit_every_records="10")
-            time.sleep(random.uniform(4.0, 7.0))  # joins the group, then mid-batch
-            worker.kill()
-        else:
-            worker = pipeline.start_worker(
-                tmp_path, kill_at=spec, commit_every_records="10"
-            )
-            worker.proc.wait(timeout=120)
+    for spec in KILL_POINTS:
+        worker = pipeline.start_worker(tmp_path, kill_at=spec, commit_every_records="10")
+        worker.proc.wait(timeout=120)
         killed.append((spec, worker.proc.returncode))
+
+    def lag() -> int | None:
+        return group_lag(pipeline.kafka, pipeline.group, pipeline.topic)
+
+    before = lag()
+    assert before is not None and before > 2 * COMMITTED_BEFORE_THE_LAST_KILL, before
+    worker = pipeline.start_worker(tmp_path, commit_every_records="10")
+    wait_until(lag, 120, f"the worker to commit {COMMITTED_BEFORE_THE_LAST_KILL} records",
+               every_s=0.1,
+               accept=lambda n: n is not None and n <= before - COMMITTED_BEFORE_THE_LAST_KILL)
+    worker.kill()  # at once: wherever it is in the batch after those commits
+    killed.append(("mid-batch", worker.proc.returncode))
     assert all(code == -9 for _, code in killed), killed
     assert group_lag(pipeline.kafka, pipeline.group, pipeline.topic) != 0  # work was left
     final = pipeline.start_worker(tmp_path)

@@ -9,10 +9,17 @@ its final version and nothing else (0 leftover versions, 0 lost), no dead letter
 group's committed offsets at the end of every partition, no indexed version ever seen
 going back, and the searches that failed during the fault counted
 (``.local/cluster-faults.jsonl`` keeps the figures; docs/cluster.md has them).
+
+Two more on the same replay: one worker, then two more started once a quarter is
+committed (the group rebalances to three, two partitions each); and a network partition
+of one broker: every client reaches it only through a TCP proxy of the test's own
+(``support.tcp_proxy``; the broker restarted to advertise the proxy's port), and the proxy
+drops every connection and refuses new ones for ``CUT_S`` seconds, then lets them through.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,19 +27,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka.errors import KafkaError
 from support.cluster_faults import (
     LiveCluster,
     ReadLoad,
     Replay,
     busiest_leader,
     cluster_health,
+    elect_preferred_leaders,
+    group_assignment,
     leaders_or_none,
+    partition_states,
+    partition_states_or_none,
     primaries_by_node,
     record,
+    tcp_peer_ports,
 )
 from support.index_equality import ExpectedIndex, assert_index_equals
 from support.kafka_admin import lag_or_none
 from support.kafka_helpers import read_all, wait_for_lag_zero
+from support.tcp_proxy import TcpProxy
 from support.waiting import wait_until
 from support.workers import Pipeline, Worker
 
@@ -53,6 +67,7 @@ pytestmark = [
 
 WORKERS = 3
 INDEX_TIMEOUT_S = 600
+CUT_S = 20  # how long the broker stays cut off from its clients
 
 
 def committed_sum(bootstrap: str, group: str, topic: str, published: int) -> int | None:
@@ -257,3 +272,150 @@ def test_worker_killed_mid_replay_and_another_started(
            survivors_progress_s=round(takeover_s, 1), **figures)
 
 
+def test_scaled_from_one_worker_to_three_mid_replay(
+    cluster: LiveCluster, replayed: Replayed, cluster_store: ElasticsearchStore,
+    mozilla_expected: ExpectedIndex,
+) -> None:
+    total = len(replayed.events)
+    pipeline = replayed.pipeline
+    replayed.start(workers=1)
+    replayed.start_reads(cluster.es_urls())
+    first_commit_at = time.monotonic()
+    one = group_assignment(pipeline.kafka, pipeline.group, pipeline.topic)
+    at_scale = replayed.wait_committed(total // 4, "a quarter of the log indexed by one worker")
+    scaled_at = time.monotonic()
+    replayed.workers += [pipeline.start_worker(replayed.log_dir) for _ in range(2)]
+
+    first_seen: dict[int, float] = {}  # group members -> when first seen
+
+    def spread() -> dict[str, list[int]] | None:
+        replayed.check_workers()
+        members: list[int] = []
+        got = group_assignment(pipeline.kafka, pipeline.group, pipeline.topic, members)
+        for n in members:
+            first_seen.setdefault(n, time.monotonic())
+        return got
+
+    assigned = wait_until(
+        spread, 120, "the group to rebalance over three workers", every_s=0.2,
+        accept=lambda got: got is not None and len(got) == 3 and all(got.values())
+        and sorted(p for ps in got.values() for p in ps) == list(range(pipeline.partitions)))
+    rebalanced_at = time.monotonic()
+    at_rebalance = replayed.committed() or at_scale
+    later = replayed.wait_committed(min(total, at_rebalance + total // 4),
+                                    "three workers to index another quarter")
+    three_s = time.monotonic() - rebalanced_at
+    figures = replayed.finish(cluster_store, mozilla_expected)
+    figures.update(fault_window(replayed, scaled_at, rebalanced_at))
+    assert assigned is not None
+    record("scaled_1_to_3", committed_at_scale=at_scale,
+           one_worker_partitions=len(next(iter(one.values()))) if one else None,
+           rebalance_s=round(rebalanced_at - scaled_at, 1),
+           three_members_seen_s=round(first_seen[3] - scaled_at, 1) if 3 in first_seen
+           else None,
+           partitions_per_worker=sorted(len(ps) for ps in assigned.values()),
+           one_worker_changes_per_s=round(at_scale / max(scaled_at - first_commit_at, 0.1), 1),
+           three_workers_changes_per_s=round((later - at_rebalance) / max(three_s, 0.1), 1),
+           **figures)
+
+
+@dataclass
+class BrokerBehindProxy:
+    """A broker the clients reach only through a TCP proxy of the test's own."""
+
+    broker: int
+    proxy: TcpProxy
+    restart_s: float
+    direct_port: int
+
+
+@pytest.fixture
+def broker_behind_proxy(cluster: LiveCluster, cluster_pipeline: Pipeline) -> Iterator[
+        BrokerBehindProxy]:
+    """The broker leading most of the test topic's partitions, restarted to advertise a
+    proxy's port (clients follow advertised addresses, so every client, the workers' and
+    the other brokers' replica fetchers, then reaches it only through the proxy; the
+    controller quorum does not), leading its partitions again (preferred election); the
+    pipeline's bootstrap list names the proxy instead of the broker. Restarted as before
+    at the end."""
+    layout = cluster.layout
+    victim = busiest_leader(layout.bootstrap, [cluster_pipeline.topic])
+    proxy = TcpProxy(layout.host, layout.kafka(victim))
+    try:
+        restart_s = cluster.restart_kafka(victim, proxy.port)
+        cluster_pipeline.kafka = ",".join(
+            f"{layout.host}:{proxy.port if i == victim else layout.kafka(i)}"
+            for i in layout.indices)
+
+        def leads() -> bool:
+            elect_preferred_leaders(cluster_pipeline.kafka)
+            got = leaders_or_none(cluster_pipeline.kafka, cluster_pipeline.topic) or {}
+            return victim in got.values()
+
+        wait_until(leads, 120, f"broker {victim} to lead partitions again", every_s=1,
+                   retry_on=(KafkaError,))
+        yield BrokerBehindProxy(victim, proxy, restart_s, layout.kafka(victim))
+    finally:
+        proxy.restore()
+        cluster.restart_kafka(victim, None)
+        proxy.close()
+        with contextlib.suppress(KafkaError):
+            elect_preferred_leaders(layout.bootstrap)
+
+
+# A publish refused during the cut (its batch for the cut-off leader expired) leaves a
+# kafka-python producer whose close timed out; its __del__ tries again and raises.
+@pytest.mark.filterwarnings(
+    "ignore:Exception ignored in. <function KafkaProducer.__del__"
+    ":pytest.PytestUnraisableExceptionWarning")
+def test_broker_cut_off_by_a_network_partition_mid_replay_then_restored(
+    cluster: LiveCluster, broker_behind_proxy: BrokerBehindProxy, replayed: Replayed,
+    cluster_store: ElasticsearchStore, mozilla_expected: ExpectedIndex,
+) -> None:
+    total = len(replayed.events)
+    behind = broker_behind_proxy
+    proxy = behind.proxy
+    topic = replayed.pipeline.topic
+    replayed.start()
+    replayed.start_reads(cluster.es_urls())
+    at_cut = replayed.wait_committed(total // 4, "a quarter of the log indexed")
+    before = partition_states(replayed.pipeline.kafka, topic)
+    led = [p for p, (leader, _isr) in before.items() if leader == behind.broker]
+    assert led, before
+    # The workers reach the broker through the proxy only.
+    peers = [tcp_peer_ports(worker.proc.pid) for worker in replayed.workers]
+    assert not [p for p in peers if behind.direct_port in p], peers
+    via_proxy = sum(1 for p in peers if proxy.port in p)
+    assert via_proxy > 0, peers
+    assert replayed.load is not None
+    load = replayed.load
+    versions_at_cut = load.realtime_versions
+
+    cut_at = time.monotonic()
+    proxy.cut()
+    # The other brokers' partitions are still indexed while it is cut off.
+    wait_until(lambda: load.realtime_versions, 120,
+               "the real-time indexed versions to move on during the cut", every_s=0.5,
+               accept=lambda v: v > versions_at_cut)
+    progress_s = time.monotonic() - cut_at
+    time.sleep(max(0.0, CUT_S - (time.monotonic() - cut_at)))
+    # What the other brokers say of the partitions while it is cut off: its leaders stay
+    # (it still reaches the controller quorum), so its partitions wait for the restore.
+    during = partition_states_or_none(bootstrap_without(cluster, behind.broker), topic)
+    versions_in_cut = load.realtime_versions - versions_at_cut
+    refused = proxy.refused
+    restore_at = time.monotonic()
+    proxy.restore()
+
+    figures = replayed.finish(cluster_store, mozilla_expected)
+    figures.update(fault_window(replayed, cut_at, restore_at))
+    record("broker_partitioned", broker=f"kafka-{behind.broker}", partitions_it_led=len(led),
+           committed_at_cut=at_cut, proxy_restart_s=round(behind.restart_s, 1),
+           workers_connected_via_proxy=via_proxy,
+           connections_refused_during_cut=refused, cut_s=round(restore_at - cut_at, 1),
+           indexing_moved_on_after_s=round(progress_s, 1),
+           versions_indexed_during_cut=versions_in_cut,
+           partitions_still_led_by_it_during_cut=None if during is None else sum(
+               1 for leader, _ in during.values() if leader == behind.broker),
+           leaders_and_isr_during_cut=during,
+           **figures)

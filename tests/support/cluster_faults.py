@@ -25,6 +25,7 @@ from typing import Any
 from devservices import health, process
 from devservices.cluster import ClusterLayout
 from devservices.config import Config
+from kafka import KafkaConsumer
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError
 
@@ -40,6 +41,8 @@ from support.kafka_helpers import publish_events
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUNNER = REPO_ROOT / "deploy" / "local" / "services"
 FIGURES = REPO_ROOT / ".local" / "cluster-faults.jsonl"
+# deploy/local/devservices/cluster.py: a broker that advertises a proxy's port
+ADVERTISED_PORTS = "POLICY_INDEXER_LOCAL_CLUSTER_KAFKA_ADVERTISED_PORTS"
 QUESTIONS = ("privacy notice data retention", "terms of use account termination",
              "firefox sync data", "cookies and tracking", "refund policy")
 
@@ -51,10 +54,11 @@ class LiveCluster:
     cfg: Config
     layout: ClusterLayout
 
-    def services(self, *args: str, timeout_s: float = 420) -> str:
+    def services(self, *args: str, timeout_s: float = 420,
+                 env: dict[str, str] | None = None) -> str:
         """``deploy/local/services ARGS --cluster``; its output, or AssertionError."""
         done = subprocess.run([str(RUNNER), *args, "--cluster"], capture_output=True,
-                              text=True, timeout=timeout_s, check=False)
+                              text=True, timeout=timeout_s, check=False, env=env)
         assert done.returncode == 0, f"services {' '.join(args)} --cluster:\n" \
             f"{done.stdout}{done.stderr}"
         return done.stdout
@@ -85,6 +89,17 @@ class LiveCluster:
     def es_urls(self) -> list[str]:
         return list(self.layout.es_urls)
 
+    def restart_kafka(self, broker: int, advertised_port: int | None = None) -> float:
+        """Stop broker ``broker`` cleanly and start it again advertising ``advertised_port``
+        (a proxy in front of it) or, with None, its own port; the seconds it took."""
+        env = {k: v for k, v in os.environ.items() if k != ADVERTISED_PORTS}
+        if advertised_port is not None:
+            env[ADVERTISED_PORTS] = f"{broker}={advertised_port}"
+        started = time.monotonic()
+        self.services("down", f"kafka-{broker}", env=env)
+        self.services("up", f"kafka-{broker}", env=env)
+        return time.monotonic() - started
+
 
 # Kafka --------------------------------------------------------------------------------
 
@@ -106,6 +121,63 @@ def leaders_or_none(bootstrap: str, topic: str) -> dict[int, int] | None:
         return None
 
 
+def partition_states(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]:
+    """partition -> (leader broker id, in-sync replicas), from one Metadata answer of a
+    broker of ``bootstrap`` (no other broker is asked: it works with one cut off)."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None,
+                             request_timeout_ms=5000)
+    try:
+        partitions = consumer.partitions_for_topic(topic) or set()
+        known = consumer._client.cluster._partitions[topic]  # the ISR has no public getter
+        return {int(p): (int(known[p].leader_id), len(known[p].isr_nodes))
+                for p in sorted(partitions)}
+    finally:
+        consumer.close()
+
+
+def partition_states_or_none(bootstrap: str, topic: str,
+                             tries: int = 5) -> dict[int, tuple[int, int]] | None:
+    """``partition_states``, tried a few times: once it knows the brokers the client may ask
+    any of them, the one cut off too (a figure, not a check: None when none answered)."""
+    for _ in range(tries):
+        with contextlib.suppress(KafkaError):
+            return partition_states(bootstrap, topic)
+    return None
+
+
+def elect_preferred_leaders(bootstrap: str) -> None:
+    """A preferred leader election on every partition (what Kafka's own leader rebalance
+    does every 5 minutes): a broker just restarted leads its partitions again."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","), request_timeout_ms=30000)
+    try:
+        admin.elect_leaders(0, None, timeout_ms=30000, raise_errors=False)
+    finally:
+        admin.close()
+
+
+def group_assignment(bootstrap: str, group: str, topic: str,
+                     joined: list[int] | None = None) -> dict[str, list[int]] | None:
+    """member id -> the partitions of ``topic`` assigned to it (None while Kafka cannot say,
+    or while the group is rebalancing). ``joined`` gets the number of
+    the group's members, in any state."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","), request_timeout_ms=5000)
+    try:
+        described = admin.describe_groups([group])[group]
+    except KafkaError:
+        return None
+    finally:
+        admin.close()
+    if joined is not None:
+        joined.append(len(described.get("members") or ()))
+    if described.get("group_state") != "Stable":
+        return None
+    return {member["member_id"]: sorted(p for assigned in
+                                        member["member_assignment"]["assigned_partitions"]
+                                        if assigned["topic"] == topic
+                                        for p in assigned["partitions"])
+            for member in described["members"]}
+
+
 def busiest_leader(bootstrap: str, topics: Sequence[str]) -> int:
     """The broker id that leads the most partitions of ``topics``."""
     count: Counter[int] = Counter()
@@ -118,6 +190,25 @@ def committed(bootstrap: str, group: str, topic: str, total: int) -> int | None:
     """Records of ``topic`` the group has committed (None while Kafka cannot say)."""
     lag = lag_or_none(bootstrap, group, topic)
     return None if lag is None else total - lag
+
+
+def tcp_peer_ports(pid: int) -> Counter[int]:
+    """Remote ports of the TCP sockets process ``pid`` holds (from /proc), by count."""
+    inodes = set()
+    fds = Path(f"/proc/{pid}/fd")
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:["):-1])
+    ports: Counter[int] = Counter()
+    for table in ("tcp", "tcp6"):
+        lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        for line in lines:
+            fields = line.split()
+            if fields[9] in inodes:
+                ports[int(fields[2].rsplit(":", 1)[1], 16)] += 1
+    return ports
 
 
 # Elasticsearch --------------------------------------------------------------------------
@@ -181,6 +272,7 @@ class ReadLoad(threading.Thread):
         self.searches_at: list[float] = []
         self.document_ids = list(document_ids)
         self.seen: dict[str, int] = {}
+        self.realtime_versions = 0  # the sum of the versions the last real-time read saw
         self.seen_by_search: dict[str, int] = {}
         self._halt = threading.Event()
 
@@ -211,6 +303,7 @@ class ReadLoad(threading.Thread):
             self.reads.errors[type(exc).__name__] += 1
             return
         self.reads.state_scans += 1
+        self.realtime_versions = sum(state.version for state in realtime.values())
         _watch(realtime.values(), self.seen, self.reads.regressions)
         _watch(searched, self.seen_by_search, self.reads.search_view_regressions)
 

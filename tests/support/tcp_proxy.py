@@ -21,6 +21,7 @@ class TcpProxy:
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
         self.refused = 0
+        self.accepted = 0
         threading.Thread(target=self._accept, daemon=True).start()
 
     @property
@@ -64,6 +65,7 @@ class TcpProxy:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 sock.settimeout(None)
             with self._lock:
+                self.accepted += 1
                 self._open.update((client, upstream))
             for src, dst in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pipe, args=(src, dst), daemon=True).start()

@@ -5,6 +5,7 @@ or (``--encoder``) each dense encoder against MiniLM in the same run.
         [--configs NAME,...] [--load-rounds 5] [--json]
     .venv/bin/python bench/bench_encoder.py --encoder bge-small --encoder e5-small
         [--encoder NAME[@MAX_LENGTH] ...] [--threads 2] [--rounds 3] [--block 32] [--json]
+    .venv/bin/python bench/bench_encoder.py --views minilm+w150s75,bge-small+w150s75:en
 
 The texts are real chunks: every chunk of the final state of
 ``basecamp-policies.jsonl`` (``--corpora``, ``../shared/corpora`` by default) as
@@ -35,6 +36,11 @@ instead of the configurations, on the same texts, the same way: interleaved bloc
 ``minilm`` (``MiniLMEncoder()``, added when not named) as the reference of the ratios.
 Texts are encoded as passages (what the backfill does). No cosine check: the models differ.
 
+``--views SPEC,...`` (``POLICY_INDEXER_ENCODERS`` syntax) measures what each dense view
+costs the backfill per chunk (its windows cut, every piece encoded) against MiniLM over
+whole chunks (the one view before views), interleaved the same way, and the sum of the
+listed views: the indexing cost of that configuration in units of the old one.
+
 Load: the time to build a ``MiniLMEncoder`` (read and check the model, optimise
 the graph) with and without the cache of the optimised model
 (``optimized_model_dir``), alternating, median of ``--load-rounds``.
@@ -43,6 +49,7 @@ the graph) with and without the cache of the optimised model
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -51,6 +58,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -62,9 +70,10 @@ from embeddings.minilm import MiniLMEncoder, packaged_model_path
 from embeddings.onnx_encoder import OnnxSentenceEncoder
 from embeddings.packaged import BgeSmallEncoder, E5SmallEncoder
 from embeddings.registry import encoder_by_name
+from embeddings.views import ViewSpec, parse_view_specs
 from events.changelog import read_changelog
 from events.model import Action
-from store.search_terms import text_to_embed
+from store.search_terms import embed_windows, text_to_embed
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPORA = ROOT.parent / "shared" / "corpora"
@@ -180,7 +189,11 @@ def blocks(texts: list[str], size: int) -> Iterator[list[str]]:
         yield texts[start : start + size]
 
 
-def measure(encoders: Mapping[str, Encoder], texts: list[str], rounds: int,
+class Encodes(Protocol):
+    def encode(self, texts: list[str]) -> object: ...
+
+
+def measure(encoders: Mapping[str, Encodes], texts: list[str], rounds: int,
             block: int, reference: str = "baseline") -> dict[str, dict[str, float]]:
     names = list(encoders)
     round_seconds: dict[str, list[float]] = {n: [] for n in names}
@@ -270,6 +283,53 @@ def compare_encoders(args: argparse.Namespace, texts: list[str], source: str) ->
     return 0
 
 
+class ViewCost:
+    """A dense view as the backfill runs it: each chunk cut (windows) and every piece
+    encoded; ``encode`` takes chunk texts, so ``measure`` times a block of chunks."""
+
+    def __init__(self, spec: ViewSpec, encoder: Encoder) -> None:
+        self.encoder = encoder
+        self.model_id = encoder.model_id
+        shape = spec.shape
+        self.cut = (lambda t: [t]) if shape is None else functools.partial(
+            embed_windows, words=shape.words, stride=shape.stride)
+        self.pieces = 0
+
+    def encode(self, texts: list[str]) -> object:
+        flat = [piece for text in texts for piece in self.cut(text)]
+        self.pieces += len(flat)
+        return self.encoder.encode(flat, kind="passage")
+
+
+def compare_views(args: argparse.Namespace, texts: list[str], source: str) -> int:
+    """Each ``--views`` entry's indexing time per chunk against MiniLM over whole chunks
+    (the one view there was before views), on the same chunks in the same interleaved run;
+    then the sum of the listed views: what a chunk costs the backfill with all of them."""
+    specs = parse_view_specs(args.views)
+    built: dict[str, Encoder] = {}
+    views: dict[str, ViewCost] = {"minilm (whole)": ViewCost(ViewSpec("minilm"), MiniLMEncoder(
+        threads=args.threads))}
+    for spec in specs:
+        if spec.name not in built:
+            built[spec.name] = build_encoder(spec.name, args.threads)
+        label = spec.name + (spec.shape.suffix if spec.shape is not None else "")
+        views[label] = ViewCost(spec, built[spec.name])
+    results = measure(views, texts, args.rounds, args.block, reference="minilm (whole)")
+    rounds = args.rounds
+    print(f"{len(texts)} chunks of {source}; blocks of {args.block}, {rounds} rounds, "
+          f"{args.threads} threads; load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"{'view':28} {'texts/chunk':>11} {'chunks/s':>9} {'time x minilm whole':>20}")
+    total = 0.0
+    for label, view in views.items():
+        cost = 1.0 / results[label]["ratio"]
+        if label != "minilm (whole)":
+            total += cost
+        print(f"{label:28} {view.pieces / (len(texts) * rounds):11.2f} "
+              f"{results[label]['chunks_per_s']:9.2f} {cost:19.2f}x")
+    print(f"{'all listed views':28} {'':11} {'':9} {total:19.2f}x")
+    return 0
+
+
 def load_times(rounds: int) -> dict[str, float]:
     """Seconds to build the encoder without and with the optimised-model cache (warm)."""
     with tempfile.TemporaryDirectory() as cache:
@@ -300,6 +360,9 @@ def main() -> int:
                         help="compare this encoder (registry name, optionally @MAX_LENGTH) "
                         "with MiniLM instead of the configurations; repeatable")
     parser.add_argument("--threads", type=int, default=2, help="intra-op threads (--encoder)")
+    parser.add_argument("--views", help="dense views (POLICY_INDEXER_ENCODERS syntax): each "
+                        "one's indexing time per chunk against MiniLM over whole chunks, and "
+                        "their sum")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -308,6 +371,8 @@ def main() -> int:
         texts, source = basecamp_final_chunks(log), f"{CORPUS} (final state)"
     else:
         texts, source = example_chunks(EXAMPLES), "examples/library"
+    if args.views:
+        return compare_views(args, texts, source)
     if args.encoder:
         return compare_encoders(args, texts, source)
     wanted = list(CONFIGS) if args.configs == "all" else args.configs.split(",")
@@ -340,7 +405,7 @@ def main() -> int:
               f"{report['load_average_1m']}; onnxruntime {ort.__version__}")
         print(f"{'configuration':26} {'chunks/s':>9} {'x baseline':>11} {'min cos':>10}")
         for name in names:
-            row = report["configs"][name]  # type: ignore[index]
+            row = report["configs"][name]
             print(f"{name:26} {row['chunks_per_s']:9.2f} {row['ratio']:10.3f}x "
                   f"{row['min_cosine']:10.6f}")
         if load is not None:

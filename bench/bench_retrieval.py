@@ -231,7 +231,7 @@ def make_views(spec: str, encoders: dict[str, CachedEncoder]) -> list[DenseView]
         encoder = encoders[view.name]
         windows = whole if view.shape is None else functools.partial(
             embed_windows, words=view.shape.words, stride=view.shape.stride)
-        views.append(DenseView(encoder, view.shape, windows, view.weight))
+        views.append(DenseView(encoder, view.shape, windows, view.weight, view.languages))
     return views
 
 
@@ -340,7 +340,7 @@ def run(args: argparse.Namespace) -> RunReport:
         command=shlex.join(["bench/bench_retrieval.py", *sys.argv[1:]]),
         settings={"store": args.store, "encoder": args.encoder,
                   "encoder_model": views[0].model_id if views else None,
-                  "views": [v.view_id for v in views],
+                  "views": [v.view_id for v in views], "view_specs": spec,
                   "rrf_k": args.rrf_k, "as_of": AS_OF.isoformat()},
         commit=commit())
     started = time.perf_counter()

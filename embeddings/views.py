@@ -30,8 +30,11 @@ Windows = Callable[[str], list[str]]
 
 # The views when none are configured: chosen by bench/bench_retrieval.py on every public
 # question set at once (docs/search.md "Dense views"): MiniLM over windows of 150 words, a
-# new one every 75 (a window and its heading path fit MiniLM's 256 tokens).
-DEFAULT_VIEWS = "minilm+w150s75"
+# new one every 75 (a window and its heading path fit MiniLM's 256 tokens), and the same
+# windows through bge-small-en-v1.5, asked only questions in English (it is an English
+# model: on the German and French sets it cost 2 questions each). Indexing cost 2.8x the
+# single whole-chunk MiniLM view of before (bench/bench_encoder.py --views).
+DEFAULT_VIEWS = "minilm+w150s75,bge-small+w150s75:en"
 
 _VIEW_ID = re.compile(r"^[A-Za-z0-9._@+\-]{1,160}$")
 
@@ -70,6 +73,8 @@ class DenseView:
     shape: WindowShape | None = None
     windows: Windows = field(default=whole, compare=False)
     weight: float = 1.0
+    # Asked only questions in these languages (a model trained on English alone); None: all.
+    languages: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         if not (self.weight > 0):
@@ -89,6 +94,10 @@ class DenseView:
     def dim(self) -> int:
         return self.encoder.dim
 
+    def asks(self, language: str | None) -> bool:
+        """Is this view asked a question in ``language`` (None: not known)?"""
+        return self.languages is None or (language is not None and language in self.languages)
+
     def pieces(self, text: str) -> list[str]:
         """What is encoded for a chunk whose text to embed is ``text`` (never empty)."""
         cut = self.windows(text) if self.shape is not None else [text]
@@ -104,6 +113,11 @@ def distinct_encoders(views: Sequence[DenseView]) -> list[Encoder]:
 
 
 def check_distinct(views: Sequence[DenseView]) -> None:
+    """Each view once; the first (the primary: its cosine is the confidence) for every
+    language."""
+    if views and views[0].languages is not None:
+        raise ValueError(f"the first dense view {views[0].view_id!r} is the primary and must "
+                         "answer every language: list a view without :LANGS first")
     ids = [v.view_id for v in views]
     doubles = sorted({i for i in ids if ids.count(i) > 1})
     if doubles:
@@ -111,29 +125,32 @@ def check_distinct(views: Sequence[DenseView]) -> None:
 
 
 _SPEC = re.compile(r"^(?P<name>[a-z0-9][a-z0-9._-]*)(?:\+w(?P<words>\d+)(?:s(?P<stride>\d+))?)?"
-                   r"(?:\*(?P<weight>\d+(?:\.\d+)?))?$")
+                   r"(?:\*(?P<weight>\d+(?:\.\d+)?))?(?::(?P<langs>[a-z]{2,3}(?:/[a-z]{2,3})*))?$")
 
 
 @dataclass(frozen=True)
 class ViewSpec:
-    """One entry of the configured list of views: ``NAME[+wWORDS[sSTRIDE]][*WEIGHT]``.
+    """One entry of the configured list of views: ``NAME[+wWORDS[sSTRIDE]][*WEIGHT][:LANGS]``.
 
     ``minilm`` (whole chunks), ``minilm+w150s75`` (windows of 150 words every 75),
-    ``bge-small+w150*0.5`` (stride half the window, half the weight). ``NAME`` is an
-    encoder's name (``embeddings`` builds it); the stride defaults to half the window.
+    ``bge-small+w150*0.5`` (stride half the window, half the weight),
+    ``bge-small+w150:en`` (asked only questions in English; ``:en/es`` for two).
+    ``NAME`` is an encoder's name (``embeddings`` builds it); the stride defaults to
+    half the window.
     """
 
     name: str
     shape: WindowShape | None = None
     weight: float = 1.0
+    languages: frozenset[str] | None = None
 
     @classmethod
     def parse(cls, text: str) -> ViewSpec:
         match = _SPEC.match(text.strip())
         if match is None:
             raise ValueError(
-                f"dense view {text!r}: expected NAME[+wWORDS[sSTRIDE]][*WEIGHT], "
-                "e.g. minilm or minilm+w150s75 or bge-small+w150*0.5"
+                f"dense view {text!r}: expected NAME[+wWORDS[sSTRIDE]][*WEIGHT][:LANGS], "
+                "e.g. minilm or minilm+w150s75 or bge-small+w150*0.5:en"
             )
         shape = None
         if match["words"]:
@@ -143,7 +160,8 @@ class ViewSpec:
         weight = float(match["weight"]) if match["weight"] else 1.0
         if not weight > 0:
             raise ValueError(f"dense view {text!r}: the weight must be > 0")
-        return cls(match["name"], shape, weight)
+        languages = frozenset(match["langs"].split("/")) if match["langs"] else None
+        return cls(match["name"], shape, weight, languages)
 
 
 def parse_view_specs(text: str) -> list[ViewSpec]:
@@ -152,4 +170,7 @@ def parse_view_specs(text: str) -> list[ViewSpec]:
     keys = [(s.name, s.shape) for s in specs]
     if len(set(keys)) != len(keys):
         raise ValueError(f"dense views {text!r}: a view is listed twice")
+    if specs and specs[0].languages is not None:
+        raise ValueError(f"dense views {text!r}: the first is the primary (its cosine is the "
+                         "confidence) and must answer every language: no :LANGS on it")
     return specs

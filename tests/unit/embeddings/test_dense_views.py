@@ -15,7 +15,9 @@ from chunker.sections import path_title
 from embeddings.backfill import reembed
 from embeddings.cache import CachedEncoder, InMemoryEmbeddingCache
 from embeddings.encoder import TextKind, Vectors
-from embeddings.views import DenseView, ViewSpec, WindowShape, parse_view_specs
+from embeddings.views import DenseView, ViewSpec, WindowShape, check_distinct, parse_view_specs
+from retrieval.models import SearchRequest
+from retrieval.service import SearchService
 from store.memory import InMemoryStore
 from store.memory_search import InMemorySearchIndex
 from store.model import DocumentState
@@ -32,6 +34,50 @@ def test_a_view_spec_reads_name_windows_and_weight(
     text: str, name: str, shape: WindowShape | None, weight: float,
 ) -> None:
     assert ViewSpec.parse(text) == ViewSpec(name, shape, weight)
+
+
+def test_a_view_spec_reads_the_languages_it_is_asked_in() -> None:
+    assert ViewSpec.parse("bge-small+w150s75:en") == ViewSpec(
+        "bge-small", WindowShape(150, 75), 1.0, frozenset({"en"}))
+    assert ViewSpec.parse("e5-small*0.5:en/es").languages == frozenset({"en", "es"})
+    for bad in ("bge-small:", "bge-small:EN", "bge-small:en/", "bge-small:e"):
+        with pytest.raises(ValueError, match="dense view"):
+            ViewSpec.parse(bad)
+
+
+def test_the_primary_view_answers_every_language() -> None:
+    encoder = CountingEncoder()
+    with pytest.raises(ValueError, match="primary"):
+        check_distinct([DenseView(encoder, languages=frozenset({"en"}))])
+    check_distinct([DenseView(encoder), DenseView(OtherCounting(), languages=frozenset({"en"}))])
+
+
+def test_a_view_for_english_is_not_asked_a_german_question() -> None:
+    store = InMemoryStore()
+    chunk = make_chunk("refunds", 1, "window", text="Refund within sixty days",
+                       heading_path=["Refunds", "Window"])
+    store.write_chunks([chunk])
+    at = datetime(2027, 1, 1, tzinfo=UTC)
+    store.put_state(DocumentState("refunds", 1, at, at, (chunk.chunk_id,)))
+    index = InMemorySearchIndex(store)
+    first, english = CountingEncoder(), OtherCounting()
+    for encoder in (first, english):
+        reembed(index, CachedEncoder(encoder, InMemoryEmbeddingCache()), progress=False)
+    service = SearchService(index, None, views=[
+        DenseView(first), DenseView(english, languages=frozenset({"en"}))], threshold=-1.0)
+    try:
+        first.encoded.clear()
+        english.encoded.clear()
+        german = service.search(SearchRequest(question="Wie lange habe ich Zeit für eine "
+                                              "Rückerstattung meines Rollers?", language="de"),
+                                frozenset())
+        assert german.status == "ok"
+        assert len(first.encoded) == 1 and english.encoded == []
+        service.search(SearchRequest(question="how long do I have to ask for a refund",
+                                     language="en"), frozenset())
+        assert len(first.encoded) == 2 and len(english.encoded) == 1
+    finally:
+        service.close()
 
 
 @pytest.mark.parametrize("text", [
@@ -101,6 +147,10 @@ class CountingEncoder:
         out = np.asarray(rows, dtype=np.float32)
         normed: Vectors = out / np.linalg.norm(out, axis=1, keepdims=True)
         return normed
+
+
+class OtherCounting(CountingEncoder):
+    model_id = "other-counting@8"
 
 
 def test_a_windowed_view_stores_a_row_per_window_and_reuses_the_whole_view_cache() -> None:

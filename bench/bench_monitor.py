@@ -146,8 +146,8 @@ def incremental_run(url: str, path: Path, n: int, chunks_per_doc: int, changes: 
         rows = []
         for label in ("first (full)", "incremental, nothing changed"):
             rows.append((label, cycle(incremental)))
-        change(store, path, n, changes, chunks_per_doc)
-        rows.append((f"incremental after {changes} changes", cycle(incremental)))
+        changed = change(store, path, n, changes, chunks_per_doc)
+        rows.append((f"incremental after {changed} changes", cycle(incremental)))
         full = FreshnessMonitor(ChangeLogSource(path), store, max_series=100,
                                 full_every=timedelta(0))
         rows.append(("full, same data", cycle(full)))
@@ -176,10 +176,12 @@ def cycle(monitor: FreshnessMonitor) -> tuple[float, FreshnessSnapshot]:
 
 
 def change(store: ElasticsearchStore, path: Path, n: int, changes: int,
-           chunks_per_doc: int) -> None:
-    """New versions of ``changes`` current documents, as the source and the worker make them."""
+           chunks_per_doc: int) -> int:
+    """New versions of ``changes`` current documents, as the source and the worker make
+    them; returns how many."""
     now = datetime.now(UTC)
-    docs = [i for i in range(0, n, max(1, n // changes)) if kind(i) == "current"][:changes]
+    step = max(1, n // changes)
+    docs = [i + 50 for i in range(0, n - 50, step) if kind(i + 50) == "current"][:changes]
     with path.open("a", encoding="utf-8") as f:
         for i in docs:
             f.write(json.dumps({
@@ -196,6 +198,7 @@ def change(store: ElasticsearchStore, path: Path, n: int, changes: int,
     store.delete_chunks(f"policies/doc-{i:06d}@v2#s{c}" for i in docs
                         for c in range(chunks_per_doc))
     store.refresh()
+    return len(docs)
 
 
 def monitor_cycle(source: ChangeLogSource, index: Index) -> FreshnessSnapshot:

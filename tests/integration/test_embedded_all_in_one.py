@@ -95,6 +95,8 @@ def test_run_indexes_the_library_serves_all_metrics_follows_edits_and_stops_on_s
 ) -> None:
     run = all_in_one
     within(60, lambda: run.process.said("indexed: 8 documents"), "first indexing")
+    # the banner follows the parts' start (the encoders load first): the two are not ordered
+    within(60, lambda: run.process.said("embedded mode"), "the start banner")
     banner = run.process.output
     assert "embedded mode" in banner and f":{run.metrics_port}/metrics" in banner
     assert f":{run.webhook_port}/webhooks/cms" in banner and "watching:  library" in banner

@@ -383,9 +383,10 @@ def main() -> None:
     parser.add_argument("--stores", nargs="+", choices=["sqlite", "elasticsearch"],
                         default=["sqlite", "elasticsearch"])
     parser.add_argument("--encoder", choices=["minilm", "none"], default="minilm")
-    parser.add_argument("--views", default="minilm+w150s75",
-                        help="dense views of the MiniLM encoder (default: the service's "
-                             "default, minilm+w150s75); 'minilm': the whole-chunk view alone")
+    parser.add_argument("--views", default="minilm+w150s75,bge-small+w150s75:en",
+                        help="dense views (default: the service's default, "
+                             "minilm+w150s75,bge-small+w150s75:en); 'minilm': the whole-chunk "
+                             "MiniLM view alone, as before views")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--es-url", default="http://127.0.0.1:9200")
@@ -408,12 +409,19 @@ def main() -> None:
     if args.encoder == "minilm":
         encoder = MiniLMEncoder()
         model_id = encoder.model_id
+    from embeddings.registry import encoder_by_name  # noqa: PLC0415
     from embeddings.views import DenseView, parse_view_specs  # noqa: PLC0415
 
-    # The default dense views over the one encoder: a windowed view has 2 rows a chunk (the
-    # public libraries average 1.67 windows a chunk), a whole one 1.
-    views = [DenseView(encoder, spec.shape) for spec in parse_view_specs(args.views)
-             ] if encoder is not None else []
+    # The dense views: a windowed view has 2 rows a chunk (the public libraries average 1.67
+    # windows a chunk), a whole one 1; random rows, as for the one view (see 2. above).
+    views = []
+    if encoder is not None:
+        built: dict[str, Encoder] = {"minilm": encoder}
+        for spec in parse_view_specs(args.views):
+            if spec.name not in built:
+                built[spec.name] = encoder_by_name(spec.name)
+            views.append(DenseView(built[spec.name], spec.shape, weight=spec.weight,
+                                   languages=spec.languages))
     stored = [(v.view_id, 2 if v.shape is not None else 1) for v in views
               if v.view_id != model_id]
     words = corpus_words()

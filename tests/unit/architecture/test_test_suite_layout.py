@@ -208,3 +208,14 @@ def test_the_checks_see_what_they_claim(tmp_path: Path) -> None:
     assert process_starters_unmarked(module, tmp_path) == [
         here + "test_indirect", here + "test_named", here + "test_plain",
         here + "test_guarded_params"]
+
+
+def test_no_two_test_modules_share_a_name() -> None:
+    """Test folders have no ``__init__.py``, so pytest imports each test module by its file
+    name alone: two with one name stop a whole run at collection ("import file mismatch")."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}

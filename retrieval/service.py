@@ -1,16 +1,17 @@
-"""search_policy: two legs, fused, thresholded, with neighbours and provenance.
+"""search_policy: a keyword leg and dense legs, fused, thresholded, with neighbours and provenance.
 
 ::
 
     question ──analyse (its language, and English when unsure)──▶ keyword leg (BM25)  ─┐
-             ──encoder (query)─────────────────────────────────▶ dense leg (cosine)  ─┼▶ RRF
-    every filter (current version, scope, date, permission) is inside both legs      ─┘
+             ──each view's encoder (query)─────────────────────▶ a dense leg per view ─┼▶ RRF
+    every filter (current version, scope, date, permission) is inside every leg      ─┘
         ▶ threshold on a confidence ▶ top k ranked ▶ neighbours appended (same filters)
 
-- The dense leg is used when there is an encoder; a chunk whose vector has not
-  arrived yet is still found by the keyword leg (vectors follow writes, so
-  freshness never waits for the encoder).
-- Confidence: with an encoder, the best cosine of the dense leg (a calibrated
+- Dense legs: one per view (``embeddings.views``: an encoder, whole chunks or windows
+  scored by the best window, the languages it is asked in); none without an encoder. A
+  chunk whose vector has not arrived yet is still found by the keyword leg (vectors
+  follow writes, so freshness never waits for the encoder).
+- Confidence: with an encoder, the best cosine of the primary (first) view's leg (a calibrated
   similarity, unlike a fused rank score); without one, the share of the
   question's terms that the best ranked passages contain. Below the threshold
   the answer is ``no_document``. A top passage that has no vector yet is judged

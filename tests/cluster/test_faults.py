@@ -339,7 +339,11 @@ def broker_behind_proxy(cluster: LiveCluster, cluster_pipeline: Pipeline) -> Ite
     pipeline's bootstrap list names the proxy instead of the broker. Restarted as before
     at the end."""
     layout = cluster.layout
-    victim = busiest_leader(layout.bootstrap, [cluster_pipeline.topic])
+    topic = cluster_pipeline.topic
+    wait_until(lambda: leaders_or_none(layout.bootstrap, topic), 60,
+               "the new topic's partitions to have leaders", every_s=0.5,
+               accept=lambda got: got is not None and bool(got) and -1 not in got.values())
+    victim = busiest_leader(layout.bootstrap, [topic])
     proxy = TcpProxy(layout.host, layout.kafka(victim))
     try:
         restart_s = cluster.restart_kafka(victim, proxy.port)

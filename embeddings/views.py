@@ -98,11 +98,6 @@ class DenseView:
         """Is this view asked a question in ``language`` (None: not known)?"""
         return self.languages is None or (language is not None and language in self.languages)
 
-    def pieces(self, text: str) -> list[str]:
-        """What is encoded for a chunk whose text to embed is ``text`` (never empty)."""
-        cut = self.windows(text) if self.shape is not None else [text]
-        return cut or [text]
-
 
 def distinct_encoders(views: Sequence[DenseView]) -> list[Encoder]:
     """Each encoder once (a question is encoded once per model, whatever its cuts)."""

@@ -34,6 +34,11 @@ from embeddings.views import Windows, whole
 log = structlog.get_logger(__name__)
 
 
+# Texts encoded a call within a round: a stop is seen between two slices (a slice of bge's
+# windows, encoded one text at a time, takes about a second on two busy cores).
+ENCODE_SLICE = 8
+
+
 class VectorIndex(Protocol):
     """What the backfill needs of a store (SQLite, Elasticsearch and in-memory implement it)."""
 
@@ -72,6 +77,8 @@ class VectorBackfill:
         # under its own view id (embeddings.views).
         self.view_id = view_id or encoder.model_id
         self.windows = windows
+        # Set by run_forever (or the owner of several): a round in progress ends early on it.
+        self.stop: threading.Event | None = None
         self.batch_size = batch_size
         self.metrics = metrics if metrics is not None else encoder.metrics
         self.vectors_written = 0
@@ -109,12 +116,20 @@ class VectorBackfill:
         return self._round()[1]
 
     def _round(self) -> tuple[int, int]:
-        """(chunks the index offered, vectors stored) of one round; then the backlog gauges."""
+        """(chunks the index offered, vectors stored) of one round; then the backlog gauges.
+
+        A stop asked for while the round encodes ends it between two slices of texts,
+        storing nothing (the next start offers the same chunks again; the cache keeps what
+        was encoded): a round of a slow encoder must not hold a process past its stop.
+        """
         model_id = self.model_id
         missing = self.index.chunks_missing_vectors(model_id, self.batch_size)
         stored = 0
         if missing:
-            stored = self.index.put_vectors(model_id, self._encode(missing))
+            vectors = self._encode(missing)
+            if vectors is None:
+                return len(missing), 0
+            stored = self.index.put_vectors(model_id, vectors)
             self.vectors_written += stored
             if self.metrics is not None:
                 self.metrics.vectors_written.inc(stored)
@@ -123,17 +138,21 @@ class VectorBackfill:
 
     def _encode(
         self, missing: Sequence[tuple[str, str]]
-    ) -> dict[str, list[float] | list[list[float]]]:
-        """The vectors of each chunk: one (a whole view) or one per window, in one batch."""
-        if self.windows is whole:
-            vectors = self.encoder.encode([text for _, text in missing], kind="passage")
-            return {cid: row.tolist() for (cid, _), row in zip(missing, vectors, strict=True)}
-        pieces = [self.windows(text) or [text] for _, text in missing]
-        flat = self.encoder.encode([p for cut in pieces for p in cut], kind="passage")
+    ) -> dict[str, list[float] | list[list[float]]] | None:
+        """The vectors of each chunk: one (a whole view) or one per window; None when a stop
+        came while encoding (checked between slices of ``ENCODE_SLICE`` texts)."""
+        pieces = [[text] if self.windows is whole else (self.windows(text) or [text])
+                  for _, text in missing]
+        flat = [p for cut in pieces for p in cut]
+        rows: list[list[float]] = []
+        for start in range(0, len(flat), ENCODE_SLICE):
+            if self.stop is not None and self.stop.is_set():
+                return None
+            rows += self.encoder.encode(flat[start:start + ENCODE_SLICE], kind="passage").tolist()
         out: dict[str, list[float] | list[list[float]]] = {}
         at = 0
         for (cid, _), cut in zip(missing, pieces, strict=True):
-            out[cid] = flat[at:at + len(cut)].tolist()
+            out[cid] = rows[at] if self.windows is whole else rows[at:at + len(cut)]
             at += len(cut)
         return out
 
@@ -146,6 +165,7 @@ class VectorBackfill:
         """
         if idle_s <= 0:
             raise ValueError(f"idle_s must be > 0, got {idle_s!r}")
+        self.stop = stop
         while not stop.is_set():
             try:
                 written = self.run_once()
@@ -177,9 +197,11 @@ class ViewBackfills:
     def lag_seconds(self) -> float:
         return max(b.lag_seconds() for b in self.backfills)
 
-    def run_once(self) -> int:
+    def run_once(self, stop: threading.Event | None = None) -> int:
         written = 0
         for backfill in self.backfills:
+            if stop is not None and stop.is_set():
+                break
             try:
                 written += backfill.run_once()
             except Exception:  # one view failing must not starve the others
@@ -194,8 +216,10 @@ class ViewBackfills:
         """Rounds of every view until ``stop``; waits ``idle_s`` when none wrote anything."""
         if idle_s <= 0:
             raise ValueError(f"idle_s must be > 0, got {idle_s!r}")
+        for backfill in self.backfills:
+            backfill.stop = stop
         while not stop.is_set():
-            if self.run_once() == 0:
+            if self.run_once(stop) == 0:
                 stop.wait(idle_s)
 
 

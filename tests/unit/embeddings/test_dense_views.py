@@ -4,6 +4,7 @@ through the content-addressed cache)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -12,7 +13,7 @@ import pytest
 from support.chunks import make_chunk
 
 from chunker.sections import path_title
-from embeddings.backfill import reembed
+from embeddings.backfill import ENCODE_SLICE, VectorBackfill, ViewBackfills, reembed
 from embeddings.cache import CachedEncoder, InMemoryEmbeddingCache
 from embeddings.encoder import TextKind, Vectors
 from embeddings.views import DenseView, ViewSpec, WindowShape, check_distinct, parse_view_specs
@@ -190,3 +191,29 @@ def test_a_windowed_view_stores_a_row_per_window_and_reuses_the_whole_view_cache
                    windows=view.windows) == 2
     assert fresh._vectors[long.chunk_id][view.view_id].shape == (5, 8)
     assert len(inner.encoded) == 7
+
+
+def test_a_stop_during_a_round_ends_it_between_slices_and_stores_nothing() -> None:
+    """A slow encoder's round must not hold a process past its stop: the stop is seen
+    between two slices of texts, and nothing half-encoded is stored."""
+    store = InMemoryStore()
+    chunks = [make_chunk("refunds", 1, f"s{i}", text=words(400, i), ordinal=i)
+              for i in range(8)]
+    store.write_chunks(chunks)
+    at = datetime(2027, 1, 1, tzinfo=UTC)
+    store.put_state(DocumentState("refunds", 1, at, at, tuple(c.chunk_id for c in chunks)))
+    index = InMemorySearchIndex(store)
+    stop = threading.Event()
+
+    class StoppingEncoder(CountingEncoder):
+        def encode(self, texts: Sequence[str], *, kind: TextKind = "passage") -> Vectors:
+            stop.set()  # the process is asked to stop while this slice encodes
+            return super().encode(texts, kind=kind)
+
+    inner = StoppingEncoder()
+    backfill = VectorBackfill(index, CachedEncoder(inner, InMemoryEmbeddingCache()),
+                              batch_size=8, view_id="counting@8+w100s50",
+                              windows=lambda t: embed_windows(t, 100, 50))
+    ViewBackfills([backfill]).run_forever(stop, idle_s=0.01)
+    assert len(inner.encoded) == ENCODE_SLICE  # one slice of the round's 56 windows
+    assert index.vector_backlog("counting@8+w100s50")[0] == 8  # nothing stored

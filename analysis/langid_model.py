@@ -21,22 +21,38 @@ from __future__ import annotations
 import os
 import tempfile
 from array import array
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-import structlog
-
-log = structlog.get_logger(__name__)
-
 _cache_dir: Path | None = None
+# Called once before this module's first log line (see ``use_cache_dir``).
+_before_first_log: Callable[[], None] | None = None
 # The arrays of the copy, in the order they are written and read.
 _ARRAYS = ("ptc", "pc", "classes", "nextmove", "row", "output")
 
 
-def use_cache_dir(path: Path | None) -> None:
-    """Where the uncompressed copy is kept (None: none, the package's loader each time)."""
-    global _cache_dir  # noqa: PLW0603 - one process-wide choice, made at start
+def use_cache_dir(path: Path | None, before_first_log: Callable[[], None] | None = None) -> None:
+    """Where the uncompressed copy is kept (None: none, the package's loader each time).
+
+    ``before_first_log``, when given, is called once before this module logs anything:
+    a process that sets up its logs only if something logs (``policy-indexer chunk``)
+    passes its set-up. structlog itself is imported only to log (~0.05 s of a start).
+    """
+    global _cache_dir, _before_first_log  # noqa: PLW0603 - one process-wide choice, made at start
     _cache_dir = path
+    _before_first_log = before_first_log
+
+
+def _log() -> Any:
+    """This module's logger, the process's logs set up first if they are set up late."""
+    global _before_first_log
+    setup, _before_first_log = _before_first_log, None
+    if setup is not None:
+        setup()
+    import structlog  # noqa: PLC0415 - only a process that logs here pays for it
+
+    return structlog.get_logger(__name__)
 
 
 def load_identifier() -> Any:
@@ -49,7 +65,7 @@ def load_identifier() -> Any:
             return LanguageIdentifier(ptc, pc, classes, nextmove, output, norm_probs=True,
                                       tk_row=row)
         except Exception as exc:  # any failure: the package's own loader
-            log.warning("language model cache unusable: loading the packaged model",
+            _log().warning("language model cache unusable: loading the packaged model",
                         cache_dir=str(_cache_dir), error=f"{type(exc).__name__}: {exc}"[:200])
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
 
@@ -75,7 +91,7 @@ def _model(cache_dir: Path, packaged: Path) -> tuple[Any, ...]:
                     memoryview(data["nextmove"]), memoryview(data["row"]),
                     data["output"].tolist())
         except (OSError, ValueError) as exc:
-            log.warning("language model cache damaged: written again", file=str(target),
+            _log().warning("language model cache damaged: written again", file=str(target),
                         error=f"{type(exc).__name__}: {exc}"[:200])
             target.unlink(missing_ok=True)
     from py3langid.modelio import load_model  # noqa: PLC0415
@@ -99,7 +115,7 @@ def _model(cache_dir: Path, packaged: Path) -> tuple[Any, ...]:
             raise
         _remove_older_copies(cache_dir, target)
     except OSError as exc:
-        log.info("language model cache not written", cache_dir=str(cache_dir),
+        _log().info("language model cache not written", cache_dir=str(cache_dir),
                     error=str(exc)[:200])
     return np.asarray(ptc), np.asarray(pc), classes, nextmove, row, output
 
@@ -115,7 +131,7 @@ def _remove_older_copies(cache_dir: Path, kept: Path) -> None:
         try:
             path.unlink()
         except OSError as exc:
-            log.info("old language model copy not removed", file=str(path), error=str(exc)[:200])
+            _log().info("old language model copy not removed", file=str(path), error=str(exc)[:200])
 
 
 def _numpy(values: array[int]) -> Any:

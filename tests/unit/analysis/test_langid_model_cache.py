@@ -113,3 +113,24 @@ def test_writing_the_copy_removes_this_versions_older_copies_only(
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == sorted([this_install, other_version.name]), names
     assert not older.exists() and not old_format.exists()
+
+
+def test_logs_set_up_late_are_set_up_once_before_the_first_line(
+    tmp_path: Path, packaged: list[tuple[str, float]]
+) -> None:
+    """``policy-indexer chunk`` sets up its logs only if the model cache logs."""
+    from structlog.testing import capture_logs
+
+    calls: list[int] = []
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the cache directory would be")
+    langid_model.use_cache_dir(blocker / "cache", before_first_log=lambda: calls.append(1))
+    try:
+        with capture_logs() as logs:
+            assert calls == []
+            identifier = langid_model.load_identifier()
+    finally:
+        langid_model.use_cache_dir(None)
+    assert [identifier.classify(t) for t in TEXTS] == packaged
+    assert calls == [1]  # once, however many lines
+    assert [line["event"] for line in logs] == ["language model cache not written"]

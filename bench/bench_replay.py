@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import collections
+import itertools
 import json
+import math
 import os
 import signal
 import socket
@@ -249,13 +251,15 @@ def load_average() -> float:
 
 
 def end_to_end(args: argparse.Namespace, events: list[ChangeEvent], chunks: list[object],
-               raw_rate: float, *, workers_n: int, partitions: int) -> dict[str, object]:
+               raw_rate: float, *, workers_n: int, partitions: int,
+               refresh: str = "true") -> dict[str, object]:
     prefix = f"bench-{uuid.uuid4().hex[:8]}"
     topic, group = f"{prefix}-changes", f"{prefix}-group"
     ensure_topics(args.bootstrap, [topic, f"{prefix}-dlq"], partitions=partitions,
                   **({"replication_factor": 3, "min_insync_replicas": 2} if args.cluster else {}))
     env = worker_env(args.bootstrap, args.elasticsearch, prefix, replicated=args.cluster,
                      partitions=partitions)
+    env["POLICY_INDEXER_REFRESH_WHEN_CAUGHT_UP"] = refresh
     ports = [free_port() for _ in range(workers_n)]
     workers = [
         subprocess.Popen([CLI, "run"], env={**env, "POLICY_INDEXER_METRICS_PORT": str(port)})
@@ -315,7 +319,7 @@ def end_to_end(args: argparse.Namespace, events: list[ChangeEvent], chunks: list
               f"{figures['chunk_index_mb_with_replicas']} MB with replicas (no vectors)")
 
         if args.latency_changes:
-            figures.update(latency(args, events, topic, store))
+            figures.update(latency(args, events, topic, store, ports))
         rss = [peak_rss_mb(w.pid) for w in workers]
         figures["peak_rss_mb"] = [round(r) for r in rss]
         print("worker peak RSS: " + ", ".join(f"{r:.0f} MB" for r in rss))
@@ -335,8 +339,10 @@ def end_to_end(args: argparse.Namespace, events: list[ChangeEvent], chunks: list
 
 
 def latency(args: argparse.Namespace, events: list[ChangeEvent], topic: str,
-            store: ElasticsearchStore) -> dict[str, float]:
-    """Latency at a steady 20 changes/s: new documents, one version each."""
+            store: ElasticsearchStore, ports: list[int]) -> dict[str, float]:
+    """Latency at a steady 20 changes/s: new documents, one version each; beside it, the
+    workers' own time per batch (their ``event_processing_seconds`` over the same step),
+    so the rest is Kafka's delivery and the index's refresh."""
     upserts = [e for e in events if e.action is Action.UPSERT][: args.latency_changes]
     probes = [
         ChangeEvent.model_validate({**e.model_dump(), "document_id": f"lat-{i}-{e.document_id}",
@@ -351,16 +357,38 @@ def latency(args: argparse.Namespace, events: list[ChangeEvent], topic: str,
         target=latency_probe, args=(store, sent_at, len(probes), seen_at, stop), daemon=True
     )
     probe.start()
+    before = scrape(ports)
     publish(args.bootstrap, topic, probes, rate=20.0, sent_at=sent_at)
     probe.join(timeout=60)
     stop.set()
+    handling = processing_times(before, scrape(ports))
     latencies = sorted(seen_at[d] - sent_at[d] for d in seen_at)
     missing = len(probes) - len(latencies)
     p50 = statistics.median(latencies)
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
     print(f"publish-to-searchable at 20 changes/s ({len(latencies)} changes): "
           f"p50 {p50:.2f} s, p99 {p99:.2f} s" + (f", {missing} never seen" if missing else ""))
-    return {"p50_s": round(p50, 2), "p99_s": round(p99, 2)}
+    print(f"  of which the workers' handling (a batch, delete step included): mean "
+          f"{handling['handling_mean_s']:.3f} s, p99 <= {handling['handling_p99_le_s']} s")
+    return {"p50_s": round(p50, 2), "p99_s": round(p99, 2), **handling}
+
+
+def processing_times(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """Mean and p99 bucket (an upper bound) of the event-processing histogram between
+    two scrapes."""
+    name = "policy_indexer_event_processing_seconds"
+
+    def delta(key: str) -> float:
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    count = delta(f"{name}_count")
+    buckets = sorted(
+        (float(k.split('le="')[1].split('"')[0]), delta(k))
+        for k in after if k.startswith(f"{name}_bucket{{")
+    )
+    p99 = next((le for le, n in buckets if count and n >= 0.99 * count), float("inf"))
+    return {"handling_mean_s": round(delta(f"{name}_sum") / count, 3) if count else float("nan"),
+            "handling_p99_le_s": p99}
 
 
 def counts(text: str) -> list[int]:
@@ -382,6 +410,10 @@ def main() -> None:
     parser.add_argument("--no-raw-bulk", action="store_true", help="skip step 1")
     parser.add_argument("--limit", type=int, help="only the first LIMIT changes of the log")
     parser.add_argument("--json", type=Path, help="append each run's figures to this file")
+    parser.add_argument("--refresh-when-caught-up", type=lambda v: v.split(","),
+                        default=["true"],
+                        help="the workers' POLICY_INDEXER_REFRESH_WHEN_CAUGHT_UP; 'true,false' "
+                        "runs each, one after the other")
     args = parser.parse_args()
     if args.cluster:
         _cfg, layout = load_cluster(os.environ, load_config(os.environ))
@@ -400,16 +432,18 @@ def main() -> None:
         print(f"raw bulk into ES:            {raw_rate:,.0f} chunks/s ({raw_s:.1f} s); "
               f"load average {load_average():.2f}")
 
-    for partitions in args.partitions:
-        for workers_n in args.workers:
-            figures = end_to_end(args, events, chunks, raw_rate, workers_n=workers_n,
-                                 partitions=partitions)
-            if args.json:
-                row = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                       "cluster": args.cluster, "raw_bulk_chunks_per_s": round(raw_rate),
-                       **figures}
-                with args.json.open("a") as fh:
-                    fh.write(json.dumps(row) + "\n")
+    for partitions, workers_n, refresh in itertools.product(
+            args.partitions, args.workers, args.refresh_when_caught_up):
+        print(f"-- refresh when caught up: {refresh}")
+        figures = end_to_end(args, events, chunks, raw_rate, workers_n=workers_n,
+                             partitions=partitions, refresh=refresh)
+        if args.json:
+            row = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                   "cluster": args.cluster,
+                   "raw_bulk_chunks_per_s": None if math.isnan(raw_rate) else round(raw_rate),
+                   "refresh_when_caught_up": refresh, **figures}
+            with args.json.open("a") as fh:
+                fh.write(json.dumps(row) + "\n")
 
 
 if __name__ == "__main__":

@@ -37,8 +37,10 @@ from consumers.dead_letter import DeadLetterSink
 from consumers.errors import Interrupted, TransientError
 from consumers.handling import OutcomeCounter, UnexpectedErrors
 from consumers.retry import HealthState, RetryPolicy, call_with_retry
+from consumers.visibility import VisibilityPolicy
 from indexing.core import Indexer
 from metrics.definitions import WorkerMetrics
+from store.errors import StoreAccessError, StoreError
 from transport.consumer import (
     CommitLost,
     ConsumeError,
@@ -66,6 +68,7 @@ class Worker:
         health: HealthState | None = None,
         retry: RetryPolicy | None = None,
         commit: CommitPolicy | None = None,
+        visibility: VisibilityPolicy | None = None,
         max_records: int = 200,
         poll_timeout_s: float = 0.5,
         write_behind: bool = False,
@@ -81,6 +84,7 @@ class Worker:
         self.health = health or HealthState()
         self.retry = retry or RetryPolicy()
         self.commit_policy = commit or CommitPolicy()
+        self.visibility = visibility or VisibilityPolicy()
         self.max_records = max_records
         self.poll_timeout_s = poll_timeout_s
         # With write_behind, one thread writes chunks while the loop chunks the rest of
@@ -114,6 +118,7 @@ class Worker:
                     except PartitionLost:
                         continue
                     self._record_done(batch)
+                    self._make_visible(len(batch))
                 if not batch or self.commit_policy.should_commit():
                     self._commit()
         except Interrupted:
@@ -198,6 +203,23 @@ class Worker:
             self.consumer.resume(self.consumer.assignment())
         if not partitions & self._assigned:
             raise PartitionLost(", ".join(sorted(str(p) for p in partitions)))
+
+    def _make_visible(self, batch_size: int) -> None:
+        """Caught up: make the batch searchable now (``consumers.visibility``). A failed
+        refresh loses nothing (the index refreshes on its own); it is logged and counted."""
+        if not self.visibility.due(batch_size, self.max_records):
+            return
+        self.visibility.refreshed()
+        try:
+            self.processor.store.refresh()
+        except StoreAccessError as exc:
+            self.visibility.disable()
+            log.warning("no right to refresh the index; new chunks become searchable at "
+                        "its own refresh", error=str(exc))
+        except StoreError as exc:
+            self.metrics.transient_errors.labels(operation="refresh").inc()
+            log.warning("refresh after a batch failed; the index refreshes on its own",
+                        error=str(exc))
 
     def _record_done(self, batch: list[Delivery]) -> None:
         for partition, last in last_per_partition(batch).items():

@@ -149,6 +149,7 @@ def make_worker(
         health=health,
         retry=settings.retry_policy(),
         commit=settings.commit_policy(),
+        visibility=settings.visibility_policy(),
         max_records=settings.commit_every_records,
         write_behind=write_behind,
         checkpoint=checkpoint,

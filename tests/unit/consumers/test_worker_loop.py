@@ -22,11 +22,12 @@ from chunker.model import Chunk
 from consumers.commit_policy import CommitPolicy
 from consumers.dead_letter import DeadLetter
 from consumers.retry import HealthState, RetryPolicy
+from consumers.visibility import VisibilityPolicy
 from consumers.worker import Worker
 from events.model import Action, ChangeEvent
 from indexing.core import Indexer
 from metrics.definitions import WorkerMetrics
-from store.errors import TransientStoreError
+from store.errors import StoreAccessError, StoreError, TransientStoreError
 from store.memory import InMemoryStore
 from transport.consumer import (
     CommitLost,
@@ -281,3 +282,82 @@ def test_the_loop_beats_while_it_backs_off_so_liveness_restarts_only_a_stuck_loo
     first = wait_until(lambda: health.heartbeat, 10, "a heartbeat") or 0.0
     wait_until(lambda: health.heartbeat or 0.0, 10, "a later heartbeat while backing off",
                accept=lambda beat: beat > first and health.retrying)
+
+
+class RefreshCountingStore(InMemoryStore):
+    """Counts refreshes and notes which documents were written when each came."""
+
+    def __init__(self, fail_with: Exception | None = None) -> None:
+        super().__init__()
+        self.refreshes: list[set[str]] = []
+        self.fail_with = fail_with
+
+    def refresh(self) -> None:
+        self.refreshes.append({s.document_id for s in self.iter_states()})
+        if self.fail_with is not None:
+            raise self.fail_with
+
+
+def run_to_the_end(consumer: FakeConsumer, store: InMemoryStore, registry: CollectorRegistry,
+                   *, max_records: int, visibility: VisibilityPolicy) -> None:
+    worker = Worker(
+        consumer, Indexer(store, chunk=fake_chunker), Letters(),
+        metrics=WorkerMetrics.create(registry), visibility=visibility,
+        commit=CommitPolicy(max_records=1, max_interval_s=0.05),
+        max_records=max_records, poll_timeout_s=0.02,
+    )
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        wait_until(lambda: consumer.committed.get(P0) == len(consumer.records), 10,
+                   "the worker to commit every record")
+    finally:
+        worker.request_stop()
+        thread.join(timeout=10)
+    assert not thread.is_alive(), "the worker did not stop"
+
+
+def test_a_caught_up_worker_refreshes_after_its_short_batch_and_a_busy_one_does_not(
+    registry: CollectorRegistry,
+) -> None:
+    # Five records, two a poll: two full batches (a backlog: no refresh), then a short
+    # one (caught up: a refresh, after its chunks and states are written).
+    consumer = FakeConsumer([record(P0, i, f"doc-{i}") for i in range(5)], assigned={P0})
+    store = RefreshCountingStore()
+    run_to_the_end(consumer, store, registry, max_records=2,
+                   visibility=VisibilityPolicy(min_interval_s=0.0))
+    assert store.refreshes == [{f"doc-{i}" for i in range(5)}]
+
+
+def test_refreshes_are_spaced_and_none_means_never(registry: CollectorRegistry) -> None:
+    clock = [100.0]
+    policy = VisibilityPolicy(min_interval_s=0.2, clock=lambda: clock[0])
+    assert policy.due(1, 200)
+    policy.refreshed()
+    assert not policy.due(1, 200)          # within 0.2 s of the last one
+    clock[0] += 0.2
+    assert policy.due(1, 200)
+    assert not policy.due(200, 200)        # a full batch: a backlog, the index refreshes
+    assert not policy.due(0, 200)          # nothing written
+    assert not VisibilityPolicy(min_interval_s=None).due(1, 200)
+    consumer = FakeConsumer([record(P0, 0, "refund")], assigned={P0})
+    store = RefreshCountingStore()
+    run_to_the_end(consumer, store, registry, max_records=2,
+                   visibility=VisibilityPolicy(min_interval_s=None))
+    assert store.refreshes == []
+
+
+@pytest.mark.parametrize("error", [StoreError("refresh timed out"),
+                                   StoreAccessError("403: no 'maintenance' privilege")])
+def test_a_failed_refresh_loses_nothing(registry: CollectorRegistry, error: StoreError) -> None:
+    consumer = FakeConsumer([record(P0, 0, "refund"), record(P0, 1, "terms")], assigned={P0})
+    store = RefreshCountingStore(fail_with=error)
+    policy = VisibilityPolicy(min_interval_s=0.0)
+    run_to_the_end(consumer, store, registry, max_records=5, visibility=policy)
+    assert {s.document_id for s in store.iter_states()} == {"refund", "terms"}
+    assert store.refreshes, "the worker never tried to refresh"
+    if isinstance(error, StoreAccessError):
+        assert policy.min_interval_s is None  # no right to refresh: not tried again
+    else:
+        assert registry.get_sample_value(
+            "policy_indexer_transient_errors_total", {"operation": "refresh"}) == 1.0

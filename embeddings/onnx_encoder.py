@@ -89,11 +89,14 @@ def read_checked(path: Path, expected_sha256: str, what: str, hint: str) -> byte
         raise EncoderSetupError(f"{what} {str(path)!r} is missing; run {hint}") from exc
     except OSError as exc:
         raise EncoderSetupError(f"cannot read {what} {str(path)!r}: {exc}; run {hint}") from exc
+    return pinned(data, expected_sha256, f"{what} {str(path)!r}", f"; run {hint}")
+
+
+def pinned(data: bytes, expected_sha256: str, what: str, hint: str = "") -> bytes:
+    """``data``, or a one-line ``EncoderSetupError`` if it is not the pinned file."""
     digest = sha256_hex(data)
     if digest != expected_sha256:
-        raise EncoderSetupError(
-            f"{what} {str(path)!r} has sha256 {digest}, expected {expected_sha256}; run {hint}"
-        )
+        raise EncoderSetupError(f"{what} has sha256 {digest}, expected {expected_sha256}{hint}")
     return data
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 from embeddings.onnx_encoder import OnnxModelSpec, OnnxSentenceEncoder
 
@@ -70,23 +71,26 @@ def default_models_dir() -> Path:
     return Path(sys.prefix) / "share" / "policy-indexer" / "models"
 
 
-class BgeSmallEncoder(OnnxSentenceEncoder):
+class PackagedEncoder(OnnxSentenceEncoder):
+    """An encoder over one of the packaged specs (``SPEC``), read from ``models_dir``."""
+
+    SPEC: ClassVar[OnnxModelSpec]
+
+    def __init__(self, *, models_dir: str | Path | None = None, max_length: int = 512,
+                 threads: int = 2, spinning: bool = False,
+                 optimized_model_dir: str | Path | None = None) -> None:
+        super().__init__(self.SPEC, models_dir=models_dir or default_models_dir(),
+                         max_length=max_length, threads=threads, spinning=spinning,
+                         optimized_model_dir=optimized_model_dir)
+
+
+class BgeSmallEncoder(PackagedEncoder):
     """int8 bge-small-en-v1.5 (``bge-small-en-v1.5-int8@<max_length>``, 384 dimensions)."""
 
-    def __init__(self, *, models_dir: str | Path | None = None, max_length: int = 512,
-                 threads: int = 2, spinning: bool = False,
-                 optimized_model_dir: str | Path | None = None) -> None:
-        super().__init__(BGE_SMALL, models_dir=models_dir or default_models_dir(),
-                         max_length=max_length, threads=threads, spinning=spinning,
-                         optimized_model_dir=optimized_model_dir)
+    SPEC = BGE_SMALL
 
 
-class E5SmallEncoder(OnnxSentenceEncoder):
+class E5SmallEncoder(PackagedEncoder):
     """int8 e5-small-v2 (``e5-small-v2-int8@<max_length>``, 384 dimensions)."""
 
-    def __init__(self, *, models_dir: str | Path | None = None, max_length: int = 512,
-                 threads: int = 2, spinning: bool = False,
-                 optimized_model_dir: str | Path | None = None) -> None:
-        super().__init__(E5_SMALL, models_dir=models_dir or default_models_dir(),
-                         max_length=max_length, threads=threads, spinning=spinning,
-                         optimized_model_dir=optimized_model_dir)
+    SPEC = E5_SMALL

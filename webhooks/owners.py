@@ -8,8 +8,10 @@ the sender early, 409 instead of 202-then-dead-letter, for an id that
 2. the configured folder holds (a file for the id, readable or not): the folder owns it
    even before its first indexing.
 
-A lookup that fails (the index unreachable) lets the event through: the guard still
-refuses it, and a webhook must not stop taking changes because the index is down.
+The rule is the indexer's (``foundation.comparison.owned_elsewhere``); an event without a
+source is not checked. A lookup that fails (the index unreachable) lets the event
+through: the guard still refuses it, and a webhook must not stop taking changes because
+the index is down.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Protocol
 import structlog
 
 from events.model import ChangeEvent
+from foundation.comparison import owned_elsewhere
 from sources.errors import SourceError
 from store.errors import StoreError
 from store.model import DocumentState
@@ -84,6 +87,6 @@ def conflict(lookup: OwnerLookup | None, event: ChangeEvent) -> OwnerConflict | 
         log.warning("owner lookup failed; the indexer's guard decides",
                     document_id=event.document_id, error=str(exc))
         return None
-    if owner is None or owner == event.source:
+    if owner is None or not owned_elsewhere(owner, event.source):
         return None
     return OwnerConflict(event.document_id, owner, event.source)

@@ -124,6 +124,12 @@ class Backends(Protocol):
     def search_run_log(self) -> SearchRunLog:
         """The search run log beside the index (opened, ready; close it)."""
 
+    def publisher(self) -> EventPublisher:
+        """A publisher into the mode's change topic (close it)."""
+
+    def index_connection(self) -> Store:
+        """The index on a connection of its own, for a part in its own thread (close it)."""
+
     def close(self) -> None: ...
 
 
@@ -232,6 +238,10 @@ class EmbeddedBackends:
 
     def publisher(self) -> LocalQueuePublisher:
         return LocalQueuePublisher(self.queue, self.topic)
+
+    def index_connection(self) -> SQLiteStore:
+        """A long reconcile or a monitor cycle never holds the worker's connection."""
+        return SQLiteStore(index_path(self.settings))
 
     def worker(
         self,
@@ -438,6 +448,9 @@ class KafkaBackends:
 
     def publisher(self) -> EventPublisher:
         return self.publisher_for(self.settings)
+
+    def index_connection(self) -> ElasticsearchStore:
+        return open_elasticsearch(self.settings)
 
     @staticmethod
     def publisher_for(s: Settings) -> EventPublisher:

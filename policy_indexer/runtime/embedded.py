@@ -1,6 +1,8 @@
 """``policy-indexer run`` in the embedded mode: the whole pipeline in one process.
 
-Parts, each a ``Part`` under one ``Supervisor``, all on the SQLite files under
+The runner (``runtime.runner.run_parts``) over all of its parts, each the part
+kind its standalone command runs alone (``webhook_part``, ``SearchProcess``,
+``monitor_part``, ``scheduler_part``), all on the SQLite files under
 ``embedded_dir``:
 
 - the queue worker (local queue -> chunker -> SQLite index, the delete step);
@@ -11,6 +13,8 @@ Parts, each a ``Part`` under one ``Supervisor``, all on the SQLite files under
 - the folder watcher, when the source is a folder (``POLICY_INDEXER_SOURCE_KIND=folder``,
   ``POLICY_INDEXER_SOURCE_PATH=DIR``): every change of the folder becomes a
   change event in the queue, and changes made while stopped are sent at start;
+- the search service: the vector backfill (unless the encoder is off) and, with
+  API keys, ``POST /search`` and ``/mcp``;
 - the freshness monitor and the scheduler (nightly reconcile, hourly sweep,
   SQLite lease), when a source is configured (they compare the index with it).
 
@@ -23,7 +27,6 @@ part cannot start or dies.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,49 +38,35 @@ from prometheus_client import CollectorRegistry
 from consumers.retry import HealthState
 from embeddings.errors import EmbeddingError
 from foundation.validation import one_line
-from metrics.definitions import ReindexMetrics, WorkerMetrics
+from metrics.definitions import WorkerMetrics
 from policy_indexer import __version__
 from policy_indexer.runtime import faults
-from policy_indexer.runtime.backends import EmbeddedBackends, index_path, queue_path
-from policy_indexer.runtime.dead_letters import refusals
+from policy_indexer.runtime.backends import Backends, EmbeddedBackends, index_path, queue_path
 from policy_indexer.runtime.first_indexing import FirstIndexing
 from policy_indexer.runtime.http import (
     Health,
-    MetricsServer,
     process_registry,
     worker_health,
     worker_heartbeat,
 )
-from policy_indexer.runtime.jobs import (
-    freshness_monitor,
-    job_runner,
-    register_freshness,
-    scheduler_for,
-)
-from policy_indexer.runtime.parts import (
-    CallbackPart,
-    PartDied,
-    PartError,
-    Supervisor,
-    ThreadPart,
-    stop_on_signals,
-)
-from policy_indexer.runtime.search import backfill_part, search_app, search_service
+from policy_indexer.runtime.monitor import MonitorPart, monitor_part
+from policy_indexer.runtime.parts import CallbackPart, PartDied, PartError, ThreadPart
+from policy_indexer.runtime.reconcile import SchedulerPart, scheduler_part
+from policy_indexer.runtime.runner import PartKind, ProbeServer, Running, run_parts
+from policy_indexer.runtime.search import SearchProcess
 from policy_indexer.runtime.servers import UvicornThread
-from policy_indexer.runtime.sources import git_poller_part, open_configured_source
-from policy_indexer.runtime.webhook import webhook_app, webhook_enabled, webhook_routes
+from policy_indexer.runtime.sources import git_poller_part
+from policy_indexer.runtime.webhook import webhook_enabled, webhook_part, webhook_routes
 from policy_indexer.settings import Settings
 from reindex.errors import LeaseError
 from sources.errors import SourceError
 from store.errors import StoreError
-from store.sqlite import SQLiteStore
-from transport.local_queue import ConsumerBusy, LocalQueue, QueueError
+from transport.local_queue import ConsumerBusy, QueueError
 from watcher.watch import STATE_FILE, WatcherThread, start_watcher_thread
 
 log = structlog.get_logger(__name__)
 
 WORKER_STOP_TIMEOUT_S = 30.0
-PART_STOP_TIMEOUT_S = 10.0
 NO_SOURCE = ("off (no source: set POLICY_INDEXER_SOURCE_KIND=folder and "
              "POLICY_INDEXER_SOURCE_PATH=DIR)")
 
@@ -92,20 +81,17 @@ def run_embedded(settings: Settings, echo: Callable[[str], None]) -> None:
         backends = EmbeddedBackends.open(settings)
     except (StoreError, QueueError) as exc:
         raise RunError(f"cannot open the embedded mode: {exc}") from exc
-    # stopped in reverse order of start; a SIGTERM while the parts start (the
-    # probes already answer) stops them too, instead of killing the process
-    with Supervisor() as parts, stop_on_signals(parts.request_stop):
-        parts.add_stop("embedded files", backends.close)
-        try:
-            lines = _start(settings, backends, parts, echo)
-        except (PartError, SourceError, StoreError, QueueError, LeaseError, EmbeddingError,
-                ValueError) as exc:
-            raise RunError(f"policy-indexer run cannot start: {_reason(exc)}") from exc
-        echo("\n".join(lines))
-        try:
-            parts.run_until_stopped()
-        except PartDied as exc:
-            raise RunError(str(exc)) from exc
+    try:
+        run = EmbeddedRun(settings, backends, echo)
+        run_parts(settings, run.kinds(), registry=process_registry(), probes=run.probes(),
+                  backends=backends, on_started=run.started)
+    except PartDied as exc:
+        raise RunError(str(exc)) from exc
+    except (PartError, SourceError, StoreError, QueueError, LeaseError, EmbeddingError,
+            ValueError) as exc:
+        raise RunError(f"policy-indexer run cannot start: {_reason(exc)}") from exc
+    finally:
+        backends.close()
     log.info("stopped")
 
 
@@ -116,61 +102,130 @@ def _reason(exc: Exception) -> str:
     return str(exc)
 
 
-def _start(settings: Settings, backends: EmbeddedBackends, parts: Supervisor,
-           echo: Callable[[str], None]) -> list[str]:
-    """Start every part under ``parts``; returns the banner lines."""
-    registry = process_registry()
-    health = HealthState()
-    try:
-        worker = backends.worker(WorkerMetrics.create(registry), health=health,
-                                 checkpoint=faults.checkpoint())
-    except ConsumerBusy as exc:
-        raise PartError(f"another policy-indexer already runs here: {exc}") from exc
-    watched: list[WatcherThread] = []  # the folder watcher, once started: /healthz says its state
-    try:
-        server = MetricsServer(settings.metrics_host, settings.metrics_port, registry,
-                               with_watcher(worker_health(health), watched),
-                               policy=settings.probe_policy(), heartbeat=worker_heartbeat(health))
-    except OSError as exc:
-        raise PartError(f"/metrics cannot listen on {settings.metrics_host}:"
-                        f"{settings.metrics_port} (POLICY_INDEXER_METRICS_PORT): {exc}") from exc
-    parts.start(server)
-    parts.start(ThreadPart("queue worker", worker.run, worker.request_stop,
-                           stop_timeout_s=WORKER_STOP_TIMEOUT_S))
-    lines = [
-        f"policy-indexer {__version__}: embedded mode (one process, no servers)",
-        f"  index:     {index_path(settings)} (SQLite, FTS5)",
-        f"  queue:     {queue_path(settings)} (topic {backends.topic!r})",
-        f"  metrics:   {server.url}/metrics  health: /healthz",
-    ]
-    lines.append(f"  webhook:   {_start_webhook(settings, backends, registry, parts)}")
-    poller = git_poller_part(settings, backends.publisher())  # the Git source's polling mode
-    if poller is not None:
-        parts.start(poller)
-        every = settings.git_poll_interval_seconds
-        lines.append(f"  git poll:  {settings.source_url} every {every:g} s")
-    try:
-        watcher = start_folder_watcher(settings, backends)
-    except SourceError as exc:
-        raise PartError(f"{exc} (POLICY_INDEXER_SOURCE_PATH={settings.source_path!r})") from exc
-    if watcher is not None:
-        parts.start(_watcher_part(watcher))
-        watched.append(watcher)
-        lines.append(f"  watching:  {watcher.folder} (state {settings.embedded_dir})")
-    else:
-        lines.append(f"  watching:  {NO_SOURCE}")
-    progress = FirstIndexing(backends, watcher, echo)
-    parts.start(ThreadPart("first-indexing progress", progress.run, progress.request_stop),
-                required=False)
-    lines += _start_search(settings, backends, registry, parts)
-    if settings.source_kind is None:
-        lines += [f"  monitor:   {NO_SOURCE}", f"  scheduler: {NO_SOURCE}"]
-    else:
-        lines.append(f"  monitor:   {_start_monitor(settings, registry, parts, progress.finished)}")
-        lines.append(f"  scheduler: {_start_scheduler(settings, backends, registry, parts)}")
-    lines.append("  see it:    policy-indexer status (same POLICY_INDEXER_* settings)   "
-                 "stop: Ctrl-C or SIGTERM")
-    return lines
+class EmbeddedRun:
+    """The embedded run's parts, each the part kind the standalone command runs alone, and
+    what only this process has: the worker's health on the probes (with the folder
+    watcher's), the first indexing's progress (the monitor's first cycle waits for it)
+    and the banner."""
+
+    def __init__(self, settings: Settings, backends: EmbeddedBackends,
+                 echo: Callable[[str], None]) -> None:
+        self.settings = settings
+        self.backends = backends
+        self.echo = echo
+        self.health = HealthState()
+        self.watched: list[WatcherThread] = []  # once started: /healthz says its state
+        self.search = SearchProcess()
+        self.progress: FirstIndexing | None = None
+
+    def probes(self) -> ProbeServer:
+        return ProbeServer(self.settings.metrics_port, "POLICY_INDEXER_METRICS_PORT",
+                           with_watcher(worker_health(self.health), self.watched),
+                           worker_heartbeat(self.health))
+
+    def kinds(self) -> list[PartKind]:
+        """In the order they start; they stop in reverse (producers before the worker)."""
+        s = self.settings
+        kinds: list[PartKind] = [self.worker]
+        if webhook_enabled(s):
+            kinds.append(webhook_part)
+        kinds += [git_poller, self.folder_watcher, self.first_indexing, self.search.service,
+                  self.search.refresher, self.backfill]
+        if s.search_api_keys is not None or s.search_api_keys_file is not None:
+            kinds.append(self.search.server)
+        if s.source_kind is not None:
+            kinds += [self.monitor, scheduler_part]
+        return kinds
+
+    def backfill(self, settings: Settings, backends: Backends,
+                 registry: CollectorRegistry) -> ThreadPart | None:
+        """The vector backfill, unless the encoder is off (keyword search only)."""
+        if not self.search.search.views:
+            return None
+        return self.search.backfill(settings, backends, registry)
+
+    def worker(self, _settings: Settings, _backends: Backends,
+               registry: CollectorRegistry) -> ThreadPart:
+        try:
+            worker = self.backends.worker(WorkerMetrics.create(registry), health=self.health,
+                                          checkpoint=faults.checkpoint())
+        except ConsumerBusy as exc:
+            raise PartError(f"another policy-indexer already runs here: {exc}") from exc
+        return ThreadPart("queue worker", worker.run, worker.request_stop,
+                          stop_timeout_s=WORKER_STOP_TIMEOUT_S)
+
+    def folder_watcher(self, settings: Settings, backends: Backends,
+                       registry: CollectorRegistry) -> WatcherPart | None:
+        part = folder_watcher_part(settings, backends, registry)
+        if part is not None:
+            self.watched.append(part.watcher)
+        return part
+
+    def first_indexing(self, _settings: Settings, _backends: Backends,
+                       _registry: CollectorRegistry) -> ThreadPart:
+        self.progress = FirstIndexing(self.backends, self.watched[0] if self.watched else None,
+                                      self.echo)
+        return ThreadPart("first-indexing progress", self.progress.run,
+                          self.progress.request_stop, required=False)
+
+    def monitor(self, settings: Settings, backends: Backends,
+                registry: CollectorRegistry) -> MonitorPart:
+        assert self.progress is not None
+        return monitor_part(settings, backends, registry, first_indexed=self.progress.finished)
+
+    def started(self, running: Running) -> None:
+        self.echo("\n".join(self.banner(running)))
+
+    def banner(self, running: Running) -> list[str]:
+        s = self.settings
+        assert running.server is not None
+        lines = [
+            f"policy-indexer {__version__}: embedded mode (one process, no servers)",
+            f"  index:     {index_path(s)} (SQLite, FTS5)",
+            f"  queue:     {queue_path(s)} (topic {self.backends.topic!r})",
+            f"  metrics:   {running.server.url}/metrics  health: /healthz",
+        ]
+        receiver = running.part("webhook receiver")
+        if isinstance(receiver, UvicornThread):
+            routes = ", ".join(receiver.url + route for route in webhook_routes(s))
+            lines.append(f"  webhook:   {routes} (signed, into the local queue)")
+        else:
+            lines.append("  webhook:   off (no POLICY_INDEXER_WEBHOOK_SECRETS: it only "
+                         "accepts signed requests)")
+        if running.part("git poller") is not None:
+            lines.append(f"  git poll:  {s.source_url} every {s.git_poll_interval_seconds:g} s")
+        if self.watched:
+            lines.append(f"  watching:  {self.watched[0].folder} (state {s.embedded_dir})")
+        else:
+            lines.append(f"  watching:  {NO_SOURCE}")
+        views = self.search.search.views
+        if not views:
+            vectors = "off (POLICY_INDEXER_SEARCH_ENCODER=none: keyword search only)"
+        else:
+            vectors = (f"{', '.join(v.view_id for v in views)}, following the index "
+                       "(keyword search at once)")
+        server = running.part("search server")
+        if isinstance(server, UvicornThread):
+            served = f"{server.url}/search and {server.url}/mcp (API keys)"
+        else:
+            served = "off (no POLICY_INDEXER_SEARCH_API_KEYS: `policy-indexer search` works)"
+        lines += [f"  vectors:   {vectors}", f"  search:    {served}"]
+        scheduler = running.part("scheduler")
+        if isinstance(scheduler, SchedulerPart):
+            lines.append(f"  monitor:   {s.source_kind} source, every "
+                         f"{s.monitor_interval_seconds:g} s")
+            lines.append(f"  scheduler: {scheduler.describe()}")
+        else:
+            lines += [f"  monitor:   {NO_SOURCE}", f"  scheduler: {NO_SOURCE}"]
+        lines.append("  see it:    policy-indexer status (same POLICY_INDEXER_* settings)   "
+                     "stop: Ctrl-C or SIGTERM")
+        return lines
+
+
+def git_poller(settings: Settings, backends: Backends,
+               _registry: CollectorRegistry) -> ThreadPart | None:
+    """The Git source's polling mode, publishing into the mode's queue (None: not polling)."""
+    return git_poller_part(settings, backends.publisher())
 
 
 def watched_folder(settings: Settings) -> Path | None:
@@ -180,7 +235,7 @@ def watched_folder(settings: Settings) -> Path | None:
     return None
 
 
-def start_folder_watcher(settings: Settings, backends: EmbeddedBackends) -> WatcherThread | None:
+def start_folder_watcher(settings: Settings, backends: Backends) -> WatcherThread | None:
     """Watch the library folder in a thread, publishing to the local queue; None without one.
 
     Raises ``SourceUnavailableError`` when the folder is missing or its state file
@@ -225,118 +280,21 @@ def with_watcher(health: Health, watched: list[WatcherThread]) -> Health:
     return report
 
 
-def _watcher_part(watcher: WatcherThread) -> CallbackPart:
+class WatcherPart(CallbackPart):
     """The watcher runs its own thread; the part is its stop and its liveness."""
-    return CallbackPart("folder watcher", watcher.stop, watcher.is_alive, lambda: watcher.error)
+
+    def __init__(self, watcher: WatcherThread) -> None:
+        super().__init__("folder watcher", watcher.stop, watcher.is_alive,
+                         lambda: watcher.error)
+        self.watcher = watcher
 
 
-def _start_webhook(settings: Settings, backends: EmbeddedBackends, registry: CollectorRegistry,
-                   parts: Supervisor) -> str:
-    if not webhook_enabled(settings):
-        return "off (no POLICY_INDEXER_WEBHOOK_SECRETS: it only accepts signed requests)"
-    app = webhook_app(settings, backends.publisher(), registry, states=backends.store)
-    receiver = UvicornThread("webhook receiver", app,
-                             settings.webhook_host, settings.webhook_port,
-                             "POLICY_INDEXER_WEBHOOK_PORT", limits=settings.http_limits())
-    parts.start(receiver)
-    routes = ", ".join(receiver.url + route for route in webhook_routes(settings))
-    return f"{routes} (signed, into the local queue)"
-
-
-def _start_search(settings: Settings, backends: EmbeddedBackends,
-                  registry: CollectorRegistry, parts: Supervisor) -> list[str]:
-    """The vector backfill (unless the encoder is off) and, with API keys, POST /search + /mcp."""
-    search = search_service(settings, backends, registry)
-    parts.add_stop("search", search.close)
-    refresher = search.freshness_part(settings)
-    if refresher is not None:
-        parts.start(refresher)
-    if not search.views:
-        vectors = "off (POLICY_INDEXER_SEARCH_ENCODER=none: keyword search only)"
-    else:
-        parts.start(backfill_part(settings, backends, search.views))
-        vectors = (f"{', '.join(v.view_id for v in search.views)}, following the index "
-                   "(keyword search at once)")
-    if settings.search_api_keys is None and settings.search_api_keys_file is None:
-        served = "off (no POLICY_INDEXER_SEARCH_API_KEYS: `policy-indexer search` works)"
-    else:
-        app = search_app(settings, search.recording(registry), registry, backends.store,
-                         checker=search.checker)
-        server = UvicornThread("search server", app,
-                               settings.search_host, settings.search_port,
-                               "POLICY_INDEXER_SEARCH_PORT", limits=settings.http_limits())
-        parts.start(server)
-        served = f"{server.url}/search and {server.url}/mcp (API keys)"
-    return [f"  vectors:   {vectors}", f"  search:    {served}"]
-
-
-def _start_monitor(settings: Settings, registry: CollectorRegistry, parts: Supervisor,
-                   first_indexed: threading.Event) -> str:
-    """The monitor gets its own source object and its own connection to the index file.
-
-    Its first cycle waits for the first indexing (``first_indexed``, at most
-    ``monitor_first_cycle_wait_seconds``): before it, every document would read as
-    missing with the age of its file as lag.
-    """
-    source = open_configured_source(settings)
-    store = SQLiteStore(index_path(settings))
-    letters = LocalQueue(queue_path(settings))  # its own connection, read only here
-
-    def refused() -> set[tuple[str, int]]:
-        return set(refusals(letters.dead_letters(settings.kafka_topic)))
-
-    monitor = freshness_monitor(settings, source, store, refused)
-    register_freshness(settings, monitor, registry)
-    interval = settings.monitor_interval_seconds
-
-    def close() -> None:
-        source.close()
-        store.close()
-        letters.close()
-
-    wait_s = settings.monitor_first_cycle_wait_seconds
-    parts.start(ThreadPart("freshness monitor",
-                           lambda: monitor.run_forever(interval, start_when=first_indexed,
-                                                       start_within_s=wait_s),
-                           monitor.stop, stop_timeout_s=PART_STOP_TIMEOUT_S, after_stop=close))
-    return f"{settings.source_kind} source, every {interval:g} s"
-
-
-def _start_scheduler(settings: Settings, backends: EmbeddedBackends,
-                     registry: CollectorRegistry, parts: Supervisor) -> str:
-    """The reconcile on ``reindex_cron`` and the sweep every ``sweep_interval_seconds``.
-
-    Raises ``StoreError`` / ``LeaseError`` when the run log or the lease cannot open.
-    """
-    store = SQLiteStore(index_path(settings))
-    source = open_configured_source(settings)
-
-    def close() -> None:
-        source.close()
-        store.close()
-
+def folder_watcher_part(settings: Settings, backends: Backends,
+                        _registry: CollectorRegistry) -> WatcherPart | None:
+    """The folder watcher as a part (None without a folder source); ``PartError`` naming
+    the setting when the folder cannot be watched."""
     try:
-        runner = job_runner(backends, source, trigger="scheduled",
-                            metrics=ReindexMetrics.create(registry), store=store, on_close=close)
-    except BaseException:
-        close()
-        raise
-    try:
-        runner.refresh_metrics()
-        sched = scheduler_for(settings, runner, runner.last_attempt())
-        sched.start()
-    except BaseException:
-        runner.close()
-        raise
-
-    def stop() -> None:
-        """A running reconcile stops between two documents (recorded as interrupted)."""
-        runner.stop_event.set()
-        sched.shutdown(wait=True)
-        runner.close()
-
-    parts.add_stop("scheduler", stop)
-    job = sched.get_job("reconcile")
-    return (f"reconcile {settings.reindex_cron!r} ({settings.reindex_timezone}, next "
-            f"{job.next_run_time if job is not None else '?'}), "
-            f"sweep every {settings.sweep_interval_seconds:g} s")
+        watcher = start_folder_watcher(settings, backends)
+    except SourceError as exc:
+        raise PartError(f"{exc} (POLICY_INDEXER_SOURCE_PATH={settings.source_path!r})") from exc
+    return WatcherPart(watcher) if watcher is not None else None

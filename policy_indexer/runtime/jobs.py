@@ -18,6 +18,7 @@ from metrics.definitions import ReindexMetrics
 from metrics.monitor import FULL_EVERY, FreshnessMonitor
 from policy_indexer import __version__
 from policy_indexer.runtime.backends import Backends
+from policy_indexer.runtime.sources import open_configured_source
 from policy_indexer.settings import Settings
 from reindex.jobs import JobRunner
 from reindex.lease import Lease
@@ -25,6 +26,25 @@ from reindex.scheduler import build_scheduler
 from retrieval.runs import RunRetention
 from sources.base import Source
 from store.base import Store
+
+
+def source_and_index(settings: Settings,
+                     backends: Backends) -> tuple[Source, Store, Callable[[], None]]:
+    """The configured source and the index on a connection of its own (a part in its own
+    thread: a long reconcile or a monitor cycle never holds the worker's), and what
+    closes both."""
+    source = open_configured_source(settings)
+    try:
+        store = backends.index_connection()
+    except BaseException:
+        source.close()
+        raise
+
+    def close() -> None:
+        source.close()
+        store.close()
+
+    return source, store, close
 
 
 def job_runner(

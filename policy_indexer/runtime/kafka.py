@@ -23,13 +23,9 @@ from metrics.definitions import WorkerMetrics
 from policy_indexer.logs import configure_logging
 from policy_indexer.runtime import faults
 from policy_indexer.runtime.backends import KafkaBackends
-from policy_indexer.runtime.http import (
-    MetricsServer,
-    process_registry,
-    worker_health,
-    worker_heartbeat,
-)
+from policy_indexer.runtime.http import process_registry, worker_health, worker_heartbeat
 from policy_indexer.runtime.parts import Supervisor, stop_on_signals
+from policy_indexer.runtime.runner import ProbeServer, open_probe_server
 from policy_indexer.runtime.startup import until_ready
 from policy_indexer.settings import Settings
 
@@ -70,9 +66,9 @@ def run_worker(settings: Settings, metrics_port: int | None = None) -> None:
 
     with Supervisor() as parts, stop_on_signals(on_signal):
         port = settings.metrics_port if metrics_port is None else metrics_port
-        server = MetricsServer(settings.metrics_host, port, registry, worker_health(health),
-                               policy=settings.probe_policy(),
-                               heartbeat=worker_heartbeat(health))
+        server = open_probe_server(settings, ProbeServer(
+            port, "POLICY_INDEXER_METRICS_PORT", worker_health(health), worker_heartbeat(health)),
+            registry)
         parts.start(server)
         backends = connect_with_retry(settings, health, stop)
         if backends is None:

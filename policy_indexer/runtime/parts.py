@@ -76,8 +76,10 @@ class ThreadPart:
         *,
         stop_timeout_s: float = 10.0,
         after_stop: Callable[[], None] | None = None,
+        required: bool = True,
     ) -> None:
         self._name = name
+        self.required = required  # False: the process goes on without it (the runner reads it)
         self._run = run
         self._request_stop = request_stop
         self._stop_timeout_s = stop_timeout_s

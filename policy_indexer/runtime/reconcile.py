@@ -7,24 +7,24 @@ and Elasticsearch in Kafka mode, as the runbook says.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import structlog
+from prometheus_client import CollectorRegistry
 
 from deleter.sweep import SweepReport
 from deleter.sweep import sweep as run_sweep
 from metrics.definitions import ReindexMetrics
 from policy_indexer.runtime import faults
 from policy_indexer.runtime.backends import Backends, open_backends
-from policy_indexer.runtime.http import MetricsServer, process_registry
-from policy_indexer.runtime.jobs import job_runner, scheduler_for
+from policy_indexer.runtime.http import process_registry
+from policy_indexer.runtime.jobs import job_runner, scheduler_for, source_and_index
 from policy_indexer.runtime.parts import Supervisor, stop_on_signals
-from policy_indexer.runtime.sources import open_configured_source
-from policy_indexer.runtime.startup import StartupStatus, until_ready
+from policy_indexer.runtime.runner import ProbeServer, Readiness, Running, run_parts
+from policy_indexer.runtime.sources import open_configured_source, source_config
+from policy_indexer.runtime.startup import StartupStatus
 from policy_indexer.settings import Settings
 from reindex.jobs import JobRunner
 from reindex.model import ReconcileReport
@@ -85,65 +85,103 @@ def sweep_once(settings: Settings, *, grace_s: float | None, dry_run: bool) -> S
     return report
 
 
+class SchedulerPart:
+    """The reconcile on ``reindex_cron`` and the sweep every ``sweep_interval_seconds``
+    (APScheduler's own thread), as a part.
+
+    Its stop: a running reconcile stops between two documents (recorded as failed,
+    "interrupted"; the next run finishes it), the scheduler waits for the running
+    job to return, and the runner gives its lease back and closes what it opened.
+    """
+
+    name = "scheduler"
+    error = None
+    required = False  # APScheduler's thread: its jobs' failures are logged and counted
+
+    def __init__(self, settings: Settings, runner: JobRunner,
+                 last_attempt: datetime | None) -> None:
+        self.settings = settings
+        self.runner = runner
+        self.scheduler = scheduler_for(settings, runner, last_attempt)
+
+    def start(self) -> None:
+        self.scheduler.start()
+
+    def alive(self) -> bool:
+        return True
+
+    def stop(self) -> None:
+        self.runner.stop_event.set()
+        try:
+            if self.scheduler.running:
+                self.scheduler.shutdown(wait=True)
+        finally:
+            self.runner.close()
+
+    def next_reconcile(self) -> datetime | None:
+        job = self.scheduler.get_job("reconcile")
+        return job.next_run_time if job is not None else None
+
+    def describe(self) -> str:
+        s = self.settings
+        nxt = self.next_reconcile()
+        return (f"reconcile {s.reindex_cron!r} ({s.reindex_timezone}, next "
+                f"{nxt if nxt is not None else '?'}), "
+                f"sweep every {s.sweep_interval_seconds:g} s")
+
+
+def scheduler_part(settings: Settings, backends: Backends,
+                   registry: CollectorRegistry) -> SchedulerPart:
+    """The scheduler on the mode's run log and lease, reconciling the configured source
+    into the index over a connection of its own (a long reconcile never holds the
+    worker's). Raises ``StoreError`` / ``LeaseError`` when the run log or the lease
+    cannot open."""
+    source, store, close = source_and_index(settings, backends)
+    try:
+        runner = job_runner(backends, source, trigger="scheduled",
+                            metrics=ReindexMetrics.create(registry), store=store, on_close=close)
+    except BaseException:
+        close()
+        raise
+    try:
+        runner.refresh_metrics()
+        return SchedulerPart(settings, runner, runner.last_attempt())
+    except BaseException:
+        runner.close()
+        raise
+
+
+def jobs_ready(backends: Backends) -> None:
+    """The index, the run log, the lease and the search run log answer (the scheduler's
+    start-up check, retried while they do not)."""
+    backends.store.ensure_ready()
+    backends.job_backends().close()
+    backends.search_run_log().close()
+
+
 def run_scheduler(settings: Settings, *, port: int | None,
                   echo: Callable[[str], None]) -> None:
     """The nightly reconcile and the hourly sweep, with /metrics, until SIGTERM/SIGINT.
 
-    Then a running reconcile stops between two documents (recorded as failed,
-    "interrupted"; the next run finishes it), the scheduler waits for the running
-    job to return and gives its lease back.
+    ``/healthz`` and ``/readyz`` answer from the first moment: while the run log's
+    store cannot be reached the scheduler is alive, not ready, and retries.
     """
-    source = open_configured_source(settings)
-    registry = process_registry()
-    metrics = ReindexMetrics.create(registry)
+    source_config(settings)  # a source to configure fails now, not after the retries
     status = StartupStatus()
-    stopping = threading.Event()
-    runner: JobRunner | None = None
 
-    def on_signal(why: str) -> None:
-        log.info("stop requested", signal=why)
-        stopping.set()
-        if runner is not None:
-            runner.stop_event.set()
-
-    def open_ready() -> tuple[Backends, JobRunner, datetime | None]:
-        with ExitStack() as undo:  # closes what was opened if a step fails
-            backends = open_backends(settings)
-            undo.callback(backends.close)
-            ready = job_runner(backends, source, trigger="scheduled", metrics=metrics)
-            undo.callback(ready.close)
-            ready.refresh_metrics()
-            last_attempt = ready.last_attempt()
-            undo.pop_all()
-            return backends, ready, last_attempt
-
-    with Supervisor() as parts, stop_on_signals(on_signal):
-        parts.add_stop("source", source.close)
-        # /healthz and /readyz answer from the first moment: while the run log's
-        # store cannot be reached the scheduler is alive, not ready, and retries.
-        server = MetricsServer(settings.metrics_host,
-                               settings.scheduler_metrics_port if port is None else port,
-                               registry, status.health, policy=settings.probe_policy())
-        parts.start(server)
-        opened = until_ready(open_ready, what="the run log's store", state=status,
-                             stop=stopping, policy=settings.retry_policy())
-        if opened is None:
-            return
-        backends, runner, last_attempt = opened
-        parts.add_stop("backends", backends.close)
-        parts.add_stop("job runner", runner.close)
-        if stopping.is_set():
-            return
-        sched = scheduler_for(settings, runner, last_attempt)
-        sched.start()
-        parts.add_stop("scheduler", lambda: sched.shutdown(wait=True))
-        status.starting = False
-        job = sched.get_job("reconcile")
-        log.info("scheduler started", holder=runner.holder, metrics_port=server.port,
-                 next_reconcile=str(job.next_run_time) if job else None,
+    def started(running: Running) -> None:
+        part = running.part("scheduler")
+        assert isinstance(part, SchedulerPart) and running.server is not None
+        nxt = part.next_reconcile()
+        log.info("scheduler started", holder=part.runner.holder,
+                 metrics_port=running.server.port,
+                 next_reconcile=str(nxt) if nxt is not None else None,
                  cron=settings.reindex_cron, timezone=settings.reindex_timezone)
-        echo(f"scheduler {runner.holder}: next reconcile "
-             f"{job.next_run_time if job else '?'}; /metrics on port {server.port}")
-        while not stopping.wait(1.0):
-            pass
+        echo(f"scheduler {part.runner.holder}: next reconcile "
+             f"{nxt if nxt is not None else '?'}; /metrics on port {running.server.port}")
+
+    port = settings.scheduler_metrics_port if port is None else port
+    run_parts(settings, [scheduler_part], registry=process_registry(),
+              probes=ProbeServer(port, "POLICY_INDEXER_SCHEDULER_METRICS_PORT", status.health),
+              ready=Readiness(jobs_ready, "the run log's store", status), on_started=started)
     log.info("scheduler stopped")

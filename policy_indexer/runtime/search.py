@@ -29,8 +29,9 @@ from embeddings.registry import encoder_by_name
 from embeddings.views import DEFAULT_VIEWS, DenseView, ViewSpec, parse_view_specs, whole
 from policy_indexer.runtime.backends import Backends, open_backends
 from policy_indexer.runtime.freshness import PassageFreshness
-from policy_indexer.runtime.http import MetricsServer, process_registry
-from policy_indexer.runtime.parts import Supervisor, ThreadPart
+from policy_indexer.runtime.http import process_registry
+from policy_indexer.runtime.parts import CallbackPart, Supervisor, ThreadPart
+from policy_indexer.runtime.runner import ProbeServer, Running, run_parts
 from policy_indexer.runtime.servers import UvicornThread
 from policy_indexer.runtime.sources import open_configured_source
 from policy_indexer.settings import Settings
@@ -340,28 +341,74 @@ def check_once(settings: Settings, request: CheckRequest,
         return search.checker.check(request, Caller(LOCAL_KEY_ID, labels))
 
 
-def serve_search(settings: Settings) -> None:
-    """``policy-indexer serve``: POST /search and MCP over streamable HTTP, until SIGTERM."""
-    registry = process_registry()
-    with searching(settings, registry) as (backends, search):
+NOTHING_TO_EMBED = ("POLICY_INDEXER_SEARCH_ENCODER=none (or POLICY_INDEXER_ENCODERS empty): "
+                    "nothing to embed")
+
+
+class SearchProcess:
+    """The one search service of a process and the parts over it, each a part kind
+    (``runtime.runner``): ``service`` first (its stop closes the service), then any of
+    ``refresher`` (passage freshness), ``backfill`` (the vector backfill), ``server``
+    (``POST /search`` and ``/mcp``). The flags are ``search_service``'s."""
+
+    def __init__(self, *, freshness: bool = True, rerank: bool = True,
+                 runs: bool = True) -> None:
+        self._flags = {"freshness": freshness, "rerank": rerank, "runs": runs}
+        self._search: SearchParts | None = None
+
+    @property
+    def search(self) -> SearchParts:
+        if self._search is None:
+            raise RuntimeError("SearchProcess.service must come before the parts that use it")
+        return self._search
+
+    def service(self, settings: Settings, backends: Backends,
+                registry: CollectorRegistry) -> CallbackPart:
+        self._search = search_service(settings, backends, registry, **self._flags)
+        return CallbackPart("search", self._search.close)
+
+    def refresher(self, settings: Settings, _backends: Backends,
+                  _registry: CollectorRegistry) -> ThreadPart | None:
+        return self.search.freshness_part(settings)
+
+    def backfill(self, settings: Settings, backends: Backends,
+                 _registry: CollectorRegistry) -> ThreadPart:
+        """Raises ``SearchNotConfigured`` when there is no dense view."""
+        if not self.search.views:
+            raise SearchNotConfigured(NOTHING_TO_EMBED)
+        return backfill_part(settings, backends, self.search.views)
+
+    def server(self, settings: Settings, backends: Backends,
+               registry: CollectorRegistry) -> UvicornThread:
+        """Raises ``SearchNotConfigured`` without API keys, ``PartError`` when the port is
+        taken."""
+        search = self.search
         app = search_app(settings, search.recording(registry), registry, backends.store,
                          checker=search.checker)
-        with Supervisor() as parts:
-            # /metrics on the search port needs its token; this one is on metrics_host
-            metrics_server = MetricsServer(settings.metrics_host, settings.metrics_port,
-                                           registry, policy=settings.probe_policy())
-            parts.start(metrics_server)
-            server = UvicornThread("search server", app, settings.search_host,
-                                   settings.search_port, "POLICY_INDEXER_SEARCH_PORT",
-                                   limits=settings.http_limits())
-            parts.start(server)
-            refresher = search.freshness_part(settings)
-            if refresher is not None:
-                parts.start(refresher)
-            log.info("search server started", url=server.url,
-                     metrics_url=f"{metrics_server.url}/metrics", mode=backends.mode,
-                     encoder=settings.search_encoder)
-            parts.run_until_stopped()
+        return UvicornThread("search server", app, settings.search_host, settings.search_port,
+                             "POLICY_INDEXER_SEARCH_PORT", limits=settings.http_limits())
+
+
+def _metrics_port(settings: Settings) -> ProbeServer:
+    return ProbeServer(settings.metrics_port, "POLICY_INDEXER_METRICS_PORT")
+
+
+def serve_search(settings: Settings) -> None:
+    """``policy-indexer serve``: POST /search and MCP over streamable HTTP, until SIGTERM.
+
+    ``/metrics`` on the search port needs its token; the probe server's is on
+    ``metrics_host``."""
+    search = SearchProcess()
+
+    def started(running: Running) -> None:
+        server = running.part("search server")
+        assert isinstance(server, UvicornThread) and running.server is not None
+        log.info("search server started", url=server.url,
+                 metrics_url=f"{running.server.url}/metrics", mode=running.backends.mode,
+                 encoder=settings.search_encoder)
+
+    run_parts(settings, [search.service, search.server, search.refresher],
+              registry=process_registry(), probes=_metrics_port(settings), on_started=started)
 
 
 def serve_mcp_stdio(settings: Settings) -> None:
@@ -385,30 +432,29 @@ def serve_mcp_stdio(settings: Settings) -> None:
 def embed(settings: Settings, *, once: bool) -> int:
     """``policy-indexer embed``: encode what lacks a vector (``once``: with a progress bar,
     then exit: a model change's re-embedding job), or keep doing it as a process."""
-    from embeddings.backfill import reembed  # noqa: PLC0415
-
-    registry = process_registry()
     # no passage is returned here: listing the source for freshness (or loading the
     # reranker) would be wasted
-    with searching(settings, registry, freshness=False, rerank=False,
-                   runs=False) as (backends, search):
-        if not search.views:
-            raise SearchNotConfigured("POLICY_INDEXER_SEARCH_ENCODER=none (or "
-                                      "POLICY_INDEXER_ENCODERS empty): nothing to embed")
-        if once:
-            return sum(reembed(backends.search_index(), _cached(view), progress=True,
-                               batch_size=settings.embed_batch_size, view_id=view.view_id,
-                               windows=view.windows)
-                       for view in search.views)
-        with Supervisor() as parts:
-            server = MetricsServer(settings.metrics_host, settings.metrics_port, registry,
-                                   policy=settings.probe_policy())
-            parts.start(server)
-            parts.start(backfill_part(settings, backends, search.views))
-            log.info("vector backfill started", views=[v.view_id for v in search.views],
-                     metrics_port=server.port)
-            parts.run_until_stopped()
-    return 0
+    flags = {"freshness": False, "rerank": False, "runs": False}
+    if not once:
+        search = SearchProcess(**flags)
+
+        def started(running: Running) -> None:
+            assert running.server is not None
+            log.info("vector backfill started", views=[v.view_id for v in search.search.views],
+                     metrics_port=running.server.port)
+
+        run_parts(settings, [search.service, search.backfill], registry=process_registry(),
+                  probes=_metrics_port(settings), on_started=started)
+        return 0
+    from embeddings.backfill import reembed  # noqa: PLC0415
+
+    with searching(settings, process_registry(), **flags) as (backends, parts):
+        if not parts.views:
+            raise SearchNotConfigured(NOTHING_TO_EMBED)
+        return sum(reembed(backends.search_index(), _cached(view), progress=True,
+                           batch_size=settings.embed_batch_size, view_id=view.view_id,
+                           windows=view.windows)
+                   for view in parts.views)
 
 
 def evaluate_file(settings: Settings, qa_path: Path,

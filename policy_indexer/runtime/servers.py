@@ -8,6 +8,8 @@ stop in reverse order, exit 0. The thread itself is ``foundation.http.server``'s
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from starlette.types import ASGIApp
 
 from foundation.http.limits import HttpLimits
@@ -23,8 +25,10 @@ class UvicornThread:
     error = None
 
     def __init__(self, name: str, app: ASGIApp, host: str, port: int, setting: str, *,
-                 limits: HttpLimits | None = None) -> None:
+                 limits: HttpLimits | None = None,
+                 after_stop: Callable[[], None] | None = None) -> None:
         self.name = name
+        self._after_stop = after_stop  # what the app's handlers used (a publisher), closed last
         try:
             self._server = ServerThread(app, host, port, limits=limits, name=name)
         except OSError as exc:
@@ -42,4 +46,8 @@ class UvicornThread:
         return self._server.alive()
 
     def stop(self) -> None:
-        self._server.stop(STOP_TIMEOUT_S)
+        try:
+            self._server.stop(STOP_TIMEOUT_S)
+        finally:
+            if self._after_stop is not None:
+                self._after_stop()

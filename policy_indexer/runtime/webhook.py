@@ -10,9 +10,9 @@ from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 from starlette.applications import Starlette
 
-from policy_indexer.runtime.backends import EmbeddedBackends, KafkaBackends, open_store
+from policy_indexer.runtime.backends import Backends
 from policy_indexer.runtime.http import process_registry
-from policy_indexer.runtime.parts import Supervisor
+from policy_indexer.runtime.runner import Running, run_parts
 from policy_indexer.runtime.servers import UvicornThread
 from policy_indexer.runtime.sources import open_configured_source, open_git_source
 from policy_indexer.settings import Settings
@@ -145,32 +145,39 @@ def webhook_app(
                       adapter_limits=limits, owners=owners)
 
 
+def webhook_part(settings: Settings, backends: Backends,
+                 registry: CollectorRegistry) -> UvicornThread:
+    """The receiver as a part, publishing into the mode's queue (Kafka, or the local queue
+    a running ``policy-indexer run`` drains); the owner check reads the index's states.
+
+    Raises ``WebhookNotConfigured`` without a route's secret, ``PartError`` when its port
+    is taken. Its publisher closes after the server stops.
+    """
+    publisher = backends.publisher()
+    try:
+        app = webhook_app(settings, publisher, registry, states=backends.store)
+        return UvicornThread("webhook receiver", app, settings.webhook_host,
+                             settings.webhook_port, "POLICY_INDEXER_WEBHOOK_PORT",
+                             limits=settings.http_limits(), after_stop=publisher.close)
+    except BaseException:
+        publisher.close()
+        raise
+
+
 def serve_webhook(settings: Settings) -> None:
     """``policy-indexer webhook``: the receiver alone, until SIGTERM/SIGINT.
 
-    It publishes into the mode's queue: Kafka (``pipeline=kafka``; Kafka may be down
-    at start: the receiver still starts, answers 503 with Retry-After and ``/readyz``
-    503 until it can reach the broker) or the embedded mode's local queue, which a
-    running ``policy-indexer run`` drains.
+    Kafka may be down at start: the receiver still starts, answers 503 with
+    Retry-After and ``/readyz`` 503 until it can reach the broker. Its probes and
+    ``/metrics`` are on its own port (no probe server of its own).
     """
-    with Supervisor() as parts:
-        if settings.pipeline == "kafka":
-            publisher: EventPublisher = KafkaBackends.publisher_for(settings)
-            store = open_store(settings)  # the owner check reads states; down: the guard decides
-            parts.add_stop("index", store.close)
-            states: StateReader = store
-        else:
-            embedded = EmbeddedBackends.open(settings)
-            parts.add_stop("embedded files", embedded.close)
-            publisher = embedded.publisher()
-            states = embedded.store
-        parts.add_stop("publisher", publisher.close)
-        app = webhook_app(settings, publisher, process_registry(), states=states)
-        server = UvicornThread("webhook receiver", app, settings.webhook_host,
-                               settings.webhook_port, "POLICY_INDEXER_WEBHOOK_PORT",
-                               limits=settings.http_limits())
-        parts.start(server)
+
+    def started(running: Running) -> None:
+        (server,) = running.parts
+        assert isinstance(server, UvicornThread)
         log.info("webhook receiver started", url=server.url, routes=webhook_routes(settings),
-                 mode=settings.pipeline, topic=settings.kafka_topic)
-        parts.run_until_stopped()
+                 mode=running.backends.mode, topic=settings.kafka_topic)
+
+    run_parts(settings, [webhook_part], registry=process_registry(), probes=None,
+              on_started=started)
     log.info("webhook receiver stopped")

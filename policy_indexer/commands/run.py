@@ -15,18 +15,14 @@ from policy_indexer.settings import Settings
 @click.pass_obj
 def run(settings: Settings, processes: int | None) -> None:
     """Run the indexing pipeline (embedded by default; PIPELINE=kafka for the workers)."""
-    if settings.pipeline == "embedded":
-        from policy_indexer.runtime.embedded import RunError, run_embedded  # noqa: PLC0415
-
-        try:
-            run_embedded(settings, click.echo)
-        except RunError as exc:
-            raise click.ClickException(str(exc)) from exc
-        return
-    from policy_indexer.runtime.kafka import WorkersFailed, run_kafka  # noqa: PLC0415
+    from policy_indexer.runtime.backends import backends_class  # noqa: PLC0415
+    from policy_indexer.runtime.embedded import RunError  # noqa: PLC0415
+    from policy_indexer.runtime.kafka import WorkersFailed  # noqa: PLC0415
 
     try:
-        run_kafka(settings, processes)
+        backends_class(settings).run(settings, processes=processes, echo=click.echo)
+    except RunError as exc:
+        raise click.ClickException(str(exc)) from exc
     except WorkersFailed as exc:
         click.echo(str(exc), err=True)
         sys.exit(1)

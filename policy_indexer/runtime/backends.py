@@ -3,7 +3,10 @@
 ``open_backends(settings)`` returns ``EmbeddedBackends`` (the SQLite index, the
 SQLite scheduler file, the local queue) or ``KafkaBackends`` (Elasticsearch for
 the index, the run log and the lease; Kafka for the change topic and its dead
-letters). Everything else asks the bundle, never ``isinstance`` on a store.
+letters). Everything else asks the bundle, never ``isinstance`` on a store, and
+never the settings for the mode: ``backends_class(settings)`` is the one place
+``settings.pipeline`` is read. What a command needs before anything is opened is
+on the class (``queue_name``, ``doctor_checks()``, ``run()``, ``open_existing()``).
 
 The embedded mode keeps three files under ``settings.embedded_dir``:
 ``index.sqlite3`` (chunks, document states, FTS5), ``queue.sqlite3`` (the
@@ -18,11 +21,11 @@ rebuilt without losing queued changes. The queue's topic is
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from consumers.dead_letter import DeadLetterSink
 from consumers.local_dead_letters import LocalDeadLetterSink
@@ -47,6 +50,8 @@ from transport.publisher import EventPublisher
 
 if TYPE_CHECKING:
     from embeddings.cache import EmbeddingCache
+    from policy_indexer.runtime.dead_letters import DeadLetterView
+    from policy_indexer.runtime.doctor import Check
     from retrieval.runs import RunLog as SearchRunLog
     from store.elasticsearch import ElasticsearchStore
     from store.search_index import ChunkReader, SearchIndex, VectorStore
@@ -58,6 +63,8 @@ if TYPE_CHECKING:
 
     class EmbeddingCacheBackend(EmbeddingCache, Protocol):
         def close(self) -> None: ...
+
+DoctorCheck = Callable[[Settings], Iterator["Check"]]
 
 INDEX_FILE = "index.sqlite3"
 QUEUE_FILE = "queue.sqlite3"
@@ -80,6 +87,10 @@ def scheduler_path(settings: Settings) -> Path:
     return settings.embedded_dir / SCHEDULER_FILE
 
 
+class IndexNotCreated(Exception):
+    """The embedded index does not exist yet; the message says what creates it."""
+
+
 @dataclass(frozen=True)
 class JobBackends:
     """The reindex run log and lease of a mode, and how to close them."""
@@ -90,9 +101,13 @@ class JobBackends:
 
 
 class Backends(Protocol):
-    """The parts every command needs from a mode; see the two implementations below."""
+    """The parts every command needs from a mode; see the two implementations below.
+
+    What a command needs of the mode before opening anything is on the class
+    (``backends_class(settings)``): ``queue_name``, ``doctor_checks()``, ``run()``."""
 
     settings: Settings
+    queue_name: ClassVar[str]  # where the events wait, for people ("Kafka")
 
     @property
     def mode(self) -> str: ...
@@ -130,6 +145,12 @@ class Backends(Protocol):
     def index_connection(self) -> Store:
         """The index on a connection of its own, for a part in its own thread (close it)."""
 
+    def list_dead_letters(self) -> list[DeadLetterView]:
+        """Every dead letter, oldest first, one per failed event (``DeadLetterError``)."""
+
+    def retry_dead_letters(self, letters: Sequence[DeadLetterView]) -> int:
+        """Put these dead letters back on the change topic; how many went back."""
+
     def close(self) -> None: ...
 
 
@@ -161,13 +182,6 @@ def make_worker(
         checkpoint=checkpoint,
         unexpected_attempts=settings.worker_unexpected_error_attempts,
     )
-
-
-def open_store(settings: Settings) -> Store:
-    """The pipeline's index alone (commands that need nothing else)."""
-    if settings.pipeline == "kafka":
-        return open_elasticsearch(settings)
-    return SQLiteStore(index_path(settings))
 
 
 def open_elasticsearch(settings: Settings) -> ElasticsearchStore:
@@ -204,6 +218,7 @@ class EmbeddedBackends:
     settings: Settings
     sqlite: SQLiteStore
     queue: LocalQueue
+    queue_name: ClassVar[str] = "the local queue"
     _closed: bool = field(default=False, init=False)
     _connections: list[SQLiteStore] = field(default_factory=list, init=False)
     # search indexes, closed before their stores: each may have a postings reader running
@@ -220,6 +235,31 @@ class EmbeddedBackends:
             store.close()
             raise
         return cls(settings, store, queue)
+
+    @classmethod
+    def open_existing(cls, settings: Settings) -> EmbeddedBackends:
+        """``open``, once a run or a replay has made the index (else ``IndexNotCreated``)."""
+        if not index_path(settings).exists():
+            raise IndexNotCreated(
+                f"no embedded index at {index_path(settings)} yet: `policy-indexer run` or "
+                "`policy-indexer replay FILE` creates it (or set POLICY_INDEXER_EMBEDDED_DIR)"
+            )
+        return cls.open(settings)
+
+    @staticmethod
+    def doctor_checks() -> list[DoctorCheck]:
+        """The embedded directory (writable, its SQLite files open)."""
+        from policy_indexer.runtime.doctor import embedded  # noqa: PLC0415
+
+        return [embedded]
+
+    @staticmethod
+    def run(settings: Settings, *, processes: int | None,
+            echo: Callable[[str], None]) -> None:
+        """``policy-indexer run``: every part in this process (``runtime.embedded``)."""
+        from policy_indexer.runtime.embedded import run_embedded  # noqa: PLC0415
+
+        run_embedded(settings, echo)
 
     @property
     def mode(self) -> str:
@@ -349,6 +389,18 @@ class EmbeddedBackends:
     def dead_letters(self) -> int | None:
         return len(self.queue.dead_letters(self.topic))
 
+    def list_dead_letters(self) -> list[DeadLetterView]:
+        """The queue's ``dead_letters`` table; an id is the row id."""
+        from policy_indexer.runtime.dead_letters import queue_letters  # noqa: PLC0415
+
+        return queue_letters(self.queue, self.topic)
+
+    def retry_dead_letters(self, letters: Sequence[DeadLetterView]) -> int:
+        """Moved back onto the change topic in one transaction (a retry that fails again is
+        a new dead letter, under a new id)."""
+        return self.queue.requeue_dead_letters(self.topic, self.topic,
+                                               [int(letter.letter_id) for letter in letters])
+
     def queued(self) -> int | None:
         return self.queue.pending(self.topic)
 
@@ -369,11 +421,32 @@ class KafkaBackends:
 
     settings: Settings
     es: ElasticsearchStore
+    queue_name: ClassVar[str] = "Kafka"
     _closers: list[Callable[[], None]] = field(default_factory=list, init=False)
 
     @classmethod
     def open(cls, settings: Settings) -> KafkaBackends:
         return cls(settings, open_elasticsearch(settings))
+
+    @classmethod
+    def open_existing(cls, settings: Settings) -> KafkaBackends:
+        """``open``: a missing index reads as empty (the workers make it)."""
+        return cls.open(settings)
+
+    @staticmethod
+    def doctor_checks() -> list[DoctorCheck]:
+        """Kafka (credentials, topics), then Elasticsearch (credentials, CA, templates)."""
+        from policy_indexer.runtime.doctor import elasticsearch, kafka  # noqa: PLC0415
+
+        return [kafka, elasticsearch]
+
+    @staticmethod
+    def run(settings: Settings, *, processes: int | None,
+            echo: Callable[[str], None]) -> None:
+        """``policy-indexer run``: the worker processes (``runtime.kafka``)."""
+        from policy_indexer.runtime.kafka import run_kafka  # noqa: PLC0415
+
+        run_kafka(settings, processes)
 
     def ensure_topics(self) -> None:
         """Create the change and dead-letter topics if missing (``KafkaConnectError`` if not)."""
@@ -446,20 +519,17 @@ class KafkaBackends:
             return None  # no run log yet: never reindexed
         return record.ended_at if record is not None else None
 
-    def publisher(self) -> EventPublisher:
-        return self.publisher_for(self.settings)
-
     def index_connection(self) -> ElasticsearchStore:
         return open_elasticsearch(self.settings)
 
-    @staticmethod
-    def publisher_for(s: Settings) -> EventPublisher:
-        """The Kafka publisher alone (the webhook process needs no Elasticsearch)."""
+    def publisher(self) -> EventPublisher:
+        """The Kafka publisher (the webhook's bounds: its publish timeout and body size)."""
         from transport.kafka_producer import (  # noqa: PLC0415
             KafkaEventPublisher,
             KafkaPublisherConfig,
         )
 
+        s = self.settings
         return KafkaEventPublisher(KafkaPublisherConfig(
             bootstrap_servers=kafka_connection(s),
             topic=s.kafka_topic,
@@ -518,14 +588,36 @@ class KafkaBackends:
     def queued(self) -> int | None:
         return None  # the consumer group's lag: see the worker's metrics
 
+    def list_dead_letters(self) -> list[DeadLetterView]:
+        """The dead-letter topic, read by a consumer of no group; an id is
+        ``<partition>:<offset>``."""
+        from policy_indexer.runtime.dead_letters import kafka_letters  # noqa: PLC0415
+
+        return kafka_letters(self.settings)
+
+    def retry_dead_letters(self, letters: Sequence[DeadLetterView]) -> int:
+        """Republished to the change topic (Kafka cannot remove a record: they stay listed)."""
+        from policy_indexer.runtime.dead_letters import kafka_republish  # noqa: PLC0415
+
+        return kafka_republish(self.settings, letters)
+
     def close(self) -> None:
         while self._closers:
             self._closers.pop()()
         self.es.close()
 
 
-def open_backends(settings: Settings) -> EmbeddedBackends | KafkaBackends:
-    """The backends of ``settings.pipeline``; raises StoreError / QueueError."""
-    if settings.pipeline == "kafka":
-        return KafkaBackends.open(settings)
-    return EmbeddedBackends.open(settings)
+def backends_class(settings: Settings) -> type[EmbeddedBackends] | type[KafkaBackends]:
+    """The mode's backends class: the one place ``settings.pipeline`` is read (a test in
+    ``tests/unit/architecture`` keeps it so); everything else asks the backends."""
+    return KafkaBackends if settings.pipeline == "kafka" else EmbeddedBackends
+
+
+def open_backends(settings: Settings, *,
+                  existing: bool = False) -> EmbeddedBackends | KafkaBackends:
+    """The backends of the configured mode; raises StoreError / QueueError.
+
+    ``existing``: ``IndexNotCreated`` instead of creating the embedded index (``status``).
+    """
+    mode = backends_class(settings)
+    return mode.open_existing(settings) if existing else mode.open(settings)

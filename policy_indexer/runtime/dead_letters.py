@@ -1,5 +1,8 @@
 """Dead letters you can see and retry, in either mode (``policy-indexer dead-letters``).
 
+Each mode's backends hold its own (``Backends.list_dead_letters`` and
+``retry_dead_letters``, which read and write them with the functions below).
+
 Embedded: the ``dead_letters`` table of the local queue; an id is the row id, and
 a retry moves the letter back onto the change topic in one transaction (a retry
 that fails again is a new dead letter, under a new id). Kafka: the dead-letter
@@ -26,10 +29,10 @@ import structlog
 
 from consumers.dead_letter import DeadLetter
 from indexing.errors import CONTENT_REASONS
-from policy_indexer.runtime.backends import EmbeddedBackends
+from policy_indexer.runtime.backends import Backends, open_backends
 from policy_indexer.runtime.connections import kafka_connection
 from policy_indexer.settings import Settings
-from transport.local_queue import dead_letter_fingerprint
+from transport.local_queue import LocalQueue, dead_letter_fingerprint
 
 READ_TIMEOUT_S = 20.0
 
@@ -97,26 +100,20 @@ def refusals(letters: Iterable[_Letter]) -> dict[tuple[str, int], str]:
     return found
 
 
-def content_refusals(settings: Settings) -> dict[tuple[str, int], str]:
-    """The versions the mode's worker refused for their content (``refusals``), from its
-    dead letters: the local queue's table, or the whole dead-letter topic (Kafka).
-    Raises ``DeadLetterError`` when they cannot be read."""
-    return refusals(list_dead_letters(settings))
-
-
 class RefusalReader:
-    """``content_refusals`` for a process that asks every cycle (the standalone monitor).
+    """The versions the mode's worker refused for their content (``refusals``), read from
+    its dead letters every time a process asks (the monitor, each cycle).
 
     A read that fails keeps the last answer (logged): a Kafka blip must not turn every
     refused document back into a growing lag, nor fail the monitor's cycle."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+    def __init__(self, backends: Backends) -> None:
+        self.backends = backends
         self._last: set[tuple[str, int]] = set()
 
     def __call__(self) -> set[tuple[str, int]]:
         try:
-            self._last = set(content_refusals(self.settings))
+            self._last = set(refusals(self.backends.list_dead_letters()))
         except DeadLetterError as exc:
             log.warning("dead letters unreadable: refused versions as last read",
                         error=str(exc)[:200], known=len(self._last))
@@ -125,20 +122,11 @@ class RefusalReader:
 
 def list_dead_letters(settings: Settings) -> list[DeadLetterView]:
     """Every dead letter of the mode, oldest first, one per failed event."""
-    if settings.pipeline == "kafka":
-        return _kafka_letters(settings)
-    embedded = EmbeddedBackends.open(settings)
+    backends = open_backends(settings)
     try:
-        return [
-            DeadLetterView(
-                str(letter_id), _document(d.key), d.reason, d.error,
-                f"{d.source_topic}/{d.source_partition}/{d.source_offset}",
-                datetime.fromtimestamp(d.dead_at, UTC), d.key, d.value,
-            )
-            for letter_id, d in embedded.queue.numbered_dead_letters(embedded.topic)
-        ]
+        return backends.list_dead_letters()
     finally:
-        embedded.close()
+        backends.close()
 
 
 def show_dead_letter(settings: Settings, letter_id: str) -> DeadLetterView:
@@ -154,22 +142,32 @@ def retry_dead_letters(settings: Settings, letter_ids: Sequence[str]) -> int:
     Raises ``DeadLetterNotFound`` naming the first id that is not a dead letter,
     before anything is retried.
     """
-    known = {letter.letter_id: letter for letter in list_dead_letters(settings)}
-    missing = [i for i in letter_ids if i not in known]
-    if missing:
-        raise DeadLetterNotFound(f"no dead letter has id={missing[0]!r} (see `dead-letters list`)")
-    if settings.pipeline == "kafka":
-        return _kafka_republish(settings, [known[i] for i in letter_ids])
-    embedded = EmbeddedBackends.open(settings)
+    backends = open_backends(settings)
     try:
-        return embedded.queue.requeue_dead_letters(
-            embedded.topic, embedded.topic, [int(i) for i in letter_ids]
-        )
+        known = {letter.letter_id: letter for letter in backends.list_dead_letters()}
+        missing = [i for i in letter_ids if i not in known]
+        if missing:
+            raise DeadLetterNotFound(
+                f"no dead letter has id={missing[0]!r} (see `dead-letters list`)")
+        return backends.retry_dead_letters([known[i] for i in letter_ids])
     finally:
-        embedded.close()
+        backends.close()
 
 
-def _kafka_letters(settings: Settings) -> list[DeadLetterView]:
+def queue_letters(queue: LocalQueue, topic: str) -> list[DeadLetterView]:
+    """The embedded mode's: the local queue's ``dead_letters`` table, an id its row id."""
+    return [
+        DeadLetterView(
+            str(letter_id), _document(d.key), d.reason, d.error,
+            f"{d.source_topic}/{d.source_partition}/{d.source_offset}",
+            datetime.fromtimestamp(d.dead_at, UTC), d.key, d.value,
+        )
+        for letter_id, d in queue.numbered_dead_letters(topic)
+    ]
+
+
+def kafka_letters(settings: Settings) -> list[DeadLetterView]:
+    """Kafka mode's: the dead-letter topic, from its start to its end offsets."""
     from kafka import KafkaConsumer, TopicPartition  # noqa: PLC0415
     from kafka.errors import KafkaError  # noqa: PLC0415
 
@@ -222,7 +220,8 @@ def _kafka_letters(settings: Settings) -> list[DeadLetterView]:
     return unique
 
 
-def _kafka_republish(settings: Settings, letters: Sequence[DeadLetterView]) -> int:
+def kafka_republish(settings: Settings, letters: Sequence[DeadLetterView]) -> int:
+    """Each letter's key and value sent again to the change topic."""
     from transport.kafka import ProducerPolicy  # noqa: PLC0415
     from transport.kafka_producer import KafkaSender  # noqa: PLC0415
     from transport.publisher import PublishError  # noqa: PLC0415

@@ -46,12 +46,10 @@ class Check:
 
 def run_checks(settings: Settings) -> list[Check]:
     """Every check that applies to the configured mode, in the order a deployment needs them."""
-    checks: list[Callable[[Settings], Iterator[Check]]] = [secrets]
-    if settings.pipeline == "kafka":
-        checks += [kafka, elasticsearch]
-    else:
-        checks.append(embedded)
-    checks.append(source)
+    from policy_indexer.runtime.backends import backends_class  # noqa: PLC0415
+
+    checks: list[Callable[[Settings], Iterator[Check]]] = [
+        secrets, *backends_class(settings).doctor_checks(), source]
     return [check for fn in checks for check in _guarded(fn, settings)]
 
 

@@ -63,7 +63,7 @@ def monitor_part(settings: Settings, backends: Backends, registry: CollectorRegi
     indexing every document would read as missing with the age of its file as lag.
     """
     source, store, close = source_and_index(settings, backends)
-    monitor = freshness_monitor(settings, source, store, RefusalReader(settings))
+    monitor = freshness_monitor(settings, source, store, RefusalReader(backends))
     register_freshness(settings, monitor, registry)
     interval = interval_s or settings.monitor_interval_seconds
     wait_s = settings.monitor_first_cycle_wait_seconds
@@ -81,7 +81,8 @@ def monitor_once(settings: Settings) -> FreshnessSnapshot:
     with Supervisor() as parts:
         parts.add_stop("index", backends.close)
         parts.add_stop("source", source.close)
-        monitor = freshness_monitor(settings, source, backends.store, RefusalReader(settings))
+        monitor = freshness_monitor(settings, source, backends.store,
+                                    RefusalReader(backends))
         snapshot = monitor.run_cycle()
         if snapshot is None:
             raise MonitorCycleFailed(str(monitor.status.last_error))

@@ -11,12 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 import structlog
 
-from policy_indexer.runtime.backends import (
-    EmbeddedBackends,
-    KafkaBackends,
-    index_path,
-)
-from policy_indexer.runtime.dead_letters import DeadLetterError, content_refusals, refusals
+from policy_indexer.runtime.backends import Backends, IndexNotCreated, open_backends
+from policy_indexer.runtime.dead_letters import DeadLetterError, refusals
 from policy_indexer.runtime.sources import SourceNotConfiguredError, open_configured_source
 from policy_indexer.settings import Settings
 from policy_indexer.status_report import StatusReport, document_statuses
@@ -26,14 +22,11 @@ from sources.errors import SourceError
 log = structlog.get_logger(__name__)
 
 
-def _refused(settings: Settings, backends: EmbeddedBackends | KafkaBackends
-             ) -> dict[tuple[str, int], str] | None:
+def _refused(backends: Backends) -> dict[tuple[str, int], str] | None:
     """The refused versions (``dead_letters.refusals``); None when the dead-letter topic
     cannot be read (said on stderr's log; those documents then show as missing)."""
-    if isinstance(backends, EmbeddedBackends):
-        return refusals(backends.queue.dead_letters(backends.topic))
     try:
-        return content_refusals(settings)
+        return refusals(backends.list_dead_letters())
     except DeadLetterError as exc:
         log.warning("dead-letter topic unreadable: refused documents show as missing",
                     error=str(exc)[:200])
@@ -64,25 +57,19 @@ def build_report(settings: Settings) -> StatusReport:
     source_name, listing = _listing(settings)
     now = datetime.now(UTC)
     grace = timedelta(seconds=settings.sweep_grace_seconds)
-    backends: EmbeddedBackends | KafkaBackends
-    if settings.pipeline == "embedded":
-        if not index_path(settings).exists():
-            raise StatusUnavailable(
-                f"no embedded index at {index_path(settings)} yet: `policy-indexer run` or "
-                "`policy-indexer replay FILE` creates it (or set POLICY_INDEXER_EMBEDDED_DIR)"
-            )
-        backends = EmbeddedBackends.open(settings)
-    else:
-        backends = KafkaBackends.open(settings)
+    try:
+        backends = open_backends(settings, existing=True)
+    except IndexNotCreated as exc:
+        raise StatusUnavailable(str(exc)) from exc
     try:
         store = backends.store
         store.refresh()
-        refused = _refused(settings, backends)
+        refused = _refused(backends)
         docs, leftovers = document_statuses(
             listing, store.iter_states(), store.iter_chunks(), now=now, grace=grace,
             source_name=source_name, refused=refused,
         )
-        report = StatusReport(settings.pipeline, backends.where(), source_name, now, docs,
+        report = StatusReport(backends.mode, backends.where(), source_name, now, docs,
                               leftovers)
         report.last_reindex = backends.last_reconcile()
         report.dead_letters = backends.dead_letters()

@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 from starlette.applications import Starlette
 
-from policy_indexer.runtime.backends import Backends
+from policy_indexer.runtime.backends import Backends, backends_class
 from policy_indexer.runtime.http import process_registry
 from policy_indexer.runtime.runner import Running, run_parts
 from policy_indexer.runtime.servers import UvicornThread
@@ -61,6 +61,7 @@ def webhook_enabled(settings: Settings, specs: Sequence[AdapterSpec] = ADAPTERS)
 
 
 def webhook_config(settings: Settings) -> WebhookConfig:
+    """Our scheme's receiver; its 503 names the mode's queue (``Backends.queue_name``)."""
     if not settings.webhook_secrets:
         raise WebhookNotConfigured(MISSING_SECRETS_MESSAGE)
     try:
@@ -69,7 +70,7 @@ def webhook_config(settings: Settings) -> WebhookConfig:
             timestamp_tolerance_seconds=settings.webhook_timestamp_tolerance_seconds,
             max_body_bytes=settings.webhook_max_body_bytes,
             retry_after_seconds=settings.webhook_retry_after_seconds,
-            queue_name="Kafka" if settings.pipeline == "kafka" else "the local queue",
+            queue_name=backends_class(settings).queue_name,
         )
     except ValueError as exc:
         raise WebhookNotConfigured(str(exc)) from exc

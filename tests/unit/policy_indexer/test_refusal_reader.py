@@ -2,28 +2,36 @@
 
 from __future__ import annotations
 
-import pytest
+from dataclasses import dataclass
 
-from policy_indexer.runtime import dead_letters
-from policy_indexer.runtime.dead_letters import DeadLetterError, RefusalReader
-from policy_indexer.settings import Settings
+from policy_indexer.runtime.dead_letters import DeadLetterError, DeadLetterView, RefusalReader
 
 
-def test_a_failed_read_keeps_the_refusals_read_last(monkeypatch: pytest.MonkeyPatch) -> None:
-    answers: list[dict[tuple[str, int], str] | Exception] = [
-        {("banana", 2): "chunker: 'valid_to' is not a date"},
-        DeadLetterError("reading 'dlq' did not reach its end offsets within 20.0s"),
-        {},
-    ]
+def letter(document_id: str, version: int) -> DeadLetterView:
+    return DeadLetterView("0:1", document_id, "chunker", "'valid_to' is not a date", "t/0/1",
+                          None, document_id.encode(), f'{{"version": {version}}}'.encode())
 
-    def read(_settings: Settings) -> dict[tuple[str, int], str]:
-        answer = answers.pop(0)
+
+@dataclass
+class Letters:
+    """Backends whose dead letters are read from a list of answers, one a call."""
+
+    answers: list[list[DeadLetterView] | Exception]
+
+    def list_dead_letters(self) -> list[DeadLetterView]:
+        answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
         return answer
 
-    monkeypatch.setattr(dead_letters, "content_refusals", read)
-    reader = RefusalReader(Settings(pipeline="kafka"))
+
+def test_a_failed_read_keeps_the_refusals_read_last() -> None:
+    backends = Letters([
+        [letter("banana", 2)],
+        DeadLetterError("reading 'dlq' did not reach its end offsets within 20.0s"),
+        [],
+    ])
+    reader = RefusalReader(backends)  # type: ignore[arg-type]  # only its dead letters
     assert reader() == {("banana", 2)}
     assert reader() == {("banana", 2)}  # the topic unreadable: as last read, no exception
     assert reader() == set()  # read again: the letters are gone

@@ -70,3 +70,23 @@ def test_a_dotenv_file_makes_chunk_read_the_settings(tmp_path: Path) -> None:
     out, loaded = _run(tmp_path, tmp_path)
     assert '"chunk_id":"doc@v1#refunds"' in out
     assert "policy_indexer.settings" in loaded
+
+
+def test_chunk_in_place_leaves_the_collector_as_it_found_it(tmp_path: Path) -> None:
+    """The command turns the garbage collector off while it chunks, and back on."""
+    import gc
+
+    from click.testing import CliRunner
+
+    from policy_indexer.cli import main
+
+    doc = tmp_path / "doc.md"
+    doc.write_text("# Refunds\n\nWithin thirty days.\n")
+    assert gc.isenabled()
+    assert CliRunner().invoke(main, ["chunk", str(doc)]).exit_code == 0
+    assert gc.isenabled()
+    bad = tmp_path / "bad.md"
+    bad.write_bytes(b"# a\n\xff")  # refused by the chunker, inside the command
+    result = CliRunner().invoke(main, ["chunk", str(bad)])
+    assert result.exit_code == 1 and "not valid UTF-8" in result.output
+    assert gc.isenabled()

@@ -145,6 +145,18 @@ class Backends(Protocol):
     def index_connection(self) -> Store:
         """The index on a connection of its own, for a part in its own thread (close it)."""
 
+    def ensure_ready(self) -> None:
+        """What the worker needs exists (created if missing): the index, Kafka's topics."""
+
+    def worker(
+        self,
+        metrics: WorkerMetrics,
+        *,
+        health: HealthState | None = None,
+        checkpoint: Callable[[str], None] = ...,
+    ) -> Worker:
+        """The worker loop on the mode's consumer, index and dead letters."""
+
     def list_dead_letters(self) -> list[DeadLetterView]:
         """Every dead letter, oldest first, one per failed event (``DeadLetterError``)."""
 
@@ -282,6 +294,9 @@ class EmbeddedBackends:
     def index_connection(self) -> SQLiteStore:
         """A long reconcile or a monitor cycle never holds the worker's connection."""
         return SQLiteStore(index_path(self.settings))
+
+    def ensure_ready(self) -> None:
+        self.sqlite.ensure_ready()  # the queue's tables are made when it opens
 
     def worker(
         self,
@@ -448,11 +463,13 @@ class KafkaBackends:
 
         run_kafka(settings, processes)
 
-    def ensure_topics(self) -> None:
-        """Create the change and dead-letter topics if missing (``KafkaConnectError`` if not)."""
+    def ensure_ready(self) -> None:
+        """The change and dead-letter topics (created if missing: ``KafkaConnectError`` if
+        they cannot be), then the index."""
         from policy_indexer.runtime.topics import create_configured_topics  # noqa: PLC0415
 
         create_configured_topics(self.settings)
+        self.es.ensure_ready()
 
     def worker(
         self,

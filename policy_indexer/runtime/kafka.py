@@ -1,35 +1,38 @@
 """``policy-indexer run`` in Kafka mode: indexing worker processes in one consumer group.
 
-One process: the worker loop in the main thread's supervisor, with its
-``/metrics`` and ``/healthz``. Several (``worker_processes``): one child process
+One process: the runner (``runtime.runner``) over the worker part, with its
+``/metrics`` and probes, waiting for Kafka and Elasticsearch while alive and
+not ready. Several (``worker_processes``): one child process
 each (spawned, ``metrics_port + i``), supervised as parts; SIGTERM/SIGINT is
 forwarded to every child, and the parent exits 1 when any child failed.
 """
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import signal
-import threading
-from contextlib import ExitStack
 from multiprocessing.process import BaseProcess
 
 import structlog
+from prometheus_client import CollectorRegistry
 
 from consumers.retry import HealthState
-from consumers.worker import Worker
 from metrics.definitions import WorkerMetrics
 from policy_indexer.logs import configure_logging
 from policy_indexer.runtime import faults
-from policy_indexer.runtime.backends import KafkaBackends
+from policy_indexer.runtime.backends import Backends
 from policy_indexer.runtime.http import process_registry, worker_health, worker_heartbeat
-from policy_indexer.runtime.parts import Supervisor, stop_on_signals
-from policy_indexer.runtime.runner import ProbeServer, open_probe_server
-from policy_indexer.runtime.startup import until_ready
+from policy_indexer.runtime.parts import ThreadPart, stop_on_signals
+from policy_indexer.runtime.runner import ProbeServer, Readiness, Running, run_parts
 from policy_indexer.settings import Settings
 
 log = structlog.get_logger(__name__)
+
+# The loop commits what it has done, then returns; past this the process exits anyway
+# (what it had not committed is delivered again: harmless, the writes are idempotent).
+WORKER_STOP_TIMEOUT_S = 60.0
 
 class WorkersFailed(Exception):
     """At least one worker process exited with a failure."""
@@ -44,62 +47,39 @@ def run_kafka(settings: Settings, processes: int | None = None) -> None:
 
 
 def run_worker(settings: Settings, metrics_port: int | None = None) -> None:
-    """One worker process, until SIGTERM/SIGINT (the worker commits what it has done).
+    """One worker process, until SIGTERM/SIGINT (the worker commits what it has done):
+    the runner over its one part.
 
     ``/healthz`` and ``/readyz`` answer from the first moment: while Kafka or
     Elasticsearch cannot be reached (or refuse the credentials) the process stays
     up, not ready, says why, and tries again with backoff, so an orchestrator
     sees a pod that waits for its dependencies, not a crash loop.
     """
-    registry = process_registry()
-    metrics = WorkerMetrics.create(registry)
     health = HealthState(starting=True)
-    stop = threading.Event()
-    worker: Worker | None = None
 
-    def on_signal(why: str) -> None:
-        log.info("stop requested", signal=why)
-        stop.set()
-        health.stopping = True
-        if worker is not None:
-            worker.request_stop()
-
-    with Supervisor() as parts, stop_on_signals(on_signal):
-        port = settings.metrics_port if metrics_port is None else metrics_port
-        server = open_probe_server(settings, ProbeServer(
-            port, "POLICY_INDEXER_METRICS_PORT", worker_health(health), worker_heartbeat(health)),
-            registry)
-        parts.start(server)
-        backends = connect_with_retry(settings, health, stop)
-        if backends is None:
-            return  # stopped before the dependencies answered
-        parts.add_stop("backends", backends.close)
-        worker = backends.worker(metrics, health=health, checkpoint=faults.checkpoint())
-        health.starting = False
+    def started(running: Running) -> None:
+        assert running.server is not None
         log.info("worker started", topic=settings.kafka_topic, group=settings.kafka_group_id,
-                 index_prefix=settings.index_prefix, metrics_port=server.port)
-        # The worker loop is the process: it runs in the main thread; a signal asks it to
-        # stop, it commits what it has done and returns, then the parts stop.
-        if not stop.is_set():
-            worker.run()
+                 index_prefix=settings.index_prefix, metrics_port=running.server.port)
+
+    port = settings.metrics_port if metrics_port is None else metrics_port
+    run_parts(settings, [functools.partial(worker_part, health=health)],
+              registry=process_registry(),
+              probes=ProbeServer(port, "POLICY_INDEXER_METRICS_PORT", worker_health(health),
+                                 worker_heartbeat(health)),
+              ready=Readiness(lambda backends: backends.ensure_ready(),
+                              "Kafka and Elasticsearch", health),
+              on_started=started)
 
 
-def connect_with_retry(
-    settings: Settings, health: HealthState, stop: threading.Event
-) -> KafkaBackends | None:
-    """The backends, once the topics exist and the index is ready; ``None`` if stopped first."""
-
-    def open_ready() -> KafkaBackends:
-        with ExitStack() as undo:  # closes what was opened if a step fails
-            backends = KafkaBackends.open(settings)
-            undo.callback(backends.close)
-            backends.ensure_topics()
-            backends.store.ensure_ready()
-            undo.pop_all()
-            return backends
-
-    return until_ready(open_ready, what="Kafka and Elasticsearch", state=health, stop=stop,
-                       policy=settings.retry_policy())
+def worker_part(settings: Settings, backends: Backends, registry: CollectorRegistry, *,
+                health: HealthState) -> ThreadPart:
+    """The worker loop over the mode's consumer, index and dead letters, as a part; its
+    stop asks the loop to commit what it has done and return (``/readyz``: stopping)."""
+    worker = backends.worker(WorkerMetrics.create(registry), health=health,
+                             checkpoint=faults.checkpoint())
+    return ThreadPart("worker", worker.run, worker.request_stop,
+                      stop_timeout_s=WORKER_STOP_TIMEOUT_S)
 
 
 def _child(settings: Settings, port: int, fault_spec: str | None) -> None:

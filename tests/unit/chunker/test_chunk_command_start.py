@@ -25,6 +25,12 @@ except SystemExit as exit:
 heavy = ("pydantic_settings", "structlog", "policy_indexer.settings", "policy_indexer.logs")
 print(",".join(m for m in heavy if m in sys.modules), file=sys.stderr)
 """
+BLAS_PROBE = """
+import os, sys
+import policy_indexer.commands.chunk
+assert "numpy" in sys.modules
+print(len(os.listdir("/proc/self/task")), os.environ.get("OPENBLAS_NUM_THREADS"))
+"""
 
 
 @pytest.mark.parametrize(
@@ -90,3 +96,13 @@ def test_chunk_in_place_leaves_the_collector_as_it_found_it(tmp_path: Path) -> N
     result = CliRunner().invoke(main, ["chunk", str(bad)])
     assert result.exit_code == 1 and "not valid UTF-8" in result.output
     assert gc.isenabled()
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_chunk_loads_numpy_without_a_pool_of_blas_threads() -> None:
+    """One BLAS thread for the command (its pool costs start-up), the variable put back."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run([sys.executable, "-c", BLAS_PROBE], capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "None"]

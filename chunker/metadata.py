@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from analysis.languages import LanguageError, detect, from_path, normalise
 from chunker.errors import InvalidFrontMatter, InvalidMetadata, quote
 from chunker.model import DocumentMetadata
+from foundation.validation import first_error
 
 FIELDS = frozenset(DocumentMetadata.model_fields)
 # Every chunk carries the attributes: bounded so a front matter cannot multiply the index.
@@ -188,10 +189,9 @@ def parse_front_matter(source: str) -> dict[str, object]:
     try:
         DocumentMetadata.model_validate(fields)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        key = str(error["loc"][0]) if error["loc"] else "?"
+        key, why = first_error(exc)
         raise InvalidFrontMatter(
-            f"front matter key {key!r} has a bad value {_short(fields.get(key))}: {error['msg']}"
+            f"front matter key {key!r} has a bad value {_short(fields.get(key))}: {why}"
         ) from exc
     if attributes:
         fields["attributes"] = _bounded(attributes, InvalidFrontMatter)
@@ -232,10 +232,9 @@ def merge_metadata(
     try:
         return DocumentMetadata.model_validate(merged)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        key = str(error["loc"][0]) if error["loc"] else "?"
+        key, why = first_error(exc)
         raise InvalidMetadata(
-            f"metadata key {key!r} has a bad value {_short(merged.get(key))}: {error['msg']}"
+            f"metadata key {key!r} has a bad value {_short(merged.get(key))}: {why}"
         ) from exc
 
 

@@ -1,7 +1,8 @@
 """A pydantic ``ValidationError`` said the project's way, written once.
 
-Two forms: ``one_line`` for a person (a command's usage error, a dead letter's
-reason, a log line): ``field.path: message; other: message``; and
+Three forms: ``first_error`` for a message about one key; ``one_line`` for a
+person (a command's usage error, a dead letter's reason, a log line):
+``field.path: message; other: message``; and
 ``field_errors`` for an HTTP answer: each error's ``loc``, ``msg`` and ``type``,
 without its input (a webhook's field may be document content), or with it,
 shortened, for a caller whose input is its own (``shown_input=True``: a search
@@ -27,6 +28,13 @@ def message(error: ErrorDetails) -> str:
 def location(error: ErrorDetails, root: str = "") -> str:
     """``field.0.sub``; ``root`` for an error of the whole object."""
     return ".".join(str(part) for part in error["loc"]) or root
+
+
+def first_error(exc: ValidationError) -> tuple[str, str]:
+    """The first error's top-level field (``?`` for the whole object) and its message,
+    for a rule that names one bad key of a mapping (front matter, ``<meta>`` tags)."""
+    error = exc.errors(include_url=False)[0]
+    return (str(error["loc"][0]) if error["loc"] else "?"), message(error)
 
 
 def one_line(exc: ValidationError, *, root: str = "", locations: bool = True) -> str:

@@ -14,6 +14,7 @@ from html.parser import HTMLParser
 import pydantic
 
 from events.model import EventMetadata
+from foundation.validation import first_error
 from sources.errors import SourceDataError
 
 _LISTS = frozenset({"scope", "access_labels", "keywords"})
@@ -60,8 +61,7 @@ def html_metadata(text: str, where: str, source_path: str) -> EventMetadata:
     try:
         return EventMetadata.model_validate(fields)
     except pydantic.ValidationError as exc:
-        error = exc.errors()[0]
-        key = str(error["loc"][0]) if error["loc"] else "?"
+        key, why = first_error(exc)
         raise SourceDataError(
-            f"{where}: <meta name={key!r}> has a bad value {fields.get(key)!r}: {error['msg']}"
+            f"{where}: <meta name={key!r}> has a bad value {fields.get(key)!r}: {why}"
         ) from exc

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from store.errors import (
 from store.model import ChunkRef, DocumentState
 from store.search import SearchHit, SearchQueryError, fts5_match
 from store.search_index import check_labels
-from store.sqlite_rows import chunk_rows, search_rows
+from store.sqlite_rows import chunk_rows, filter_rows, search_rows, term_rows
 from store.sqlite_schema import (
     ADD_OWNER,
     DELETE_CHUNKS,
@@ -109,6 +109,45 @@ class SQLiteStore:
             try:
                 with sqlitedb.immediate(self._conn):
                     counts = [self._conn.execute(sql, args).rowcount for sql, args in statements]
+            except sqlite3.Error as exc:
+                raise translate(what, exc) from exc
+        return counts
+
+    def _write_overlapped(
+        self,
+        what: str,
+        first: Sequence[tuple[str, Sequence[Any]]],
+        then: Callable[[], Sequence[tuple[str, Sequence[Any]]]],
+    ) -> list[int]:
+        """``_write(first + then())`` in one transaction, ``then`` computed while SQLite runs
+        ``first``: a statement releases the GIL, so the Python work of ``then`` (the terms of
+        a write) overlaps SQLite's (the chunk rows and their FTS5 index), on a second core.
+
+        ``first`` runs in a short-lived thread on this connection; this thread holds the lock
+        and touches the connection again only once that thread is done.
+        """
+        done: list[int] = []
+        failed: list[BaseException] = []
+
+        def run_first() -> None:
+            try:
+                done.extend(self._conn.execute(sql, args).rowcount for sql, args in first)
+            except BaseException as exc:  # raised in the caller's thread
+                failed.append(exc)
+
+        with self._lock:
+            try:
+                with sqlitedb.immediate(self._conn):
+                    worker = threading.Thread(target=run_first, name="sqlite-write", daemon=True)
+                    worker.start()
+                    try:
+                        later = then()
+                    finally:
+                        worker.join()
+                    if failed:
+                        raise failed[0]
+                    counts = done + [self._conn.execute(sql, args).rowcount
+                                     for sql, args in later]
             except sqlite3.Error as exc:
                 raise translate(what, exc) from exc
         return counts
@@ -244,10 +283,12 @@ class SQLiteStore:
         # An id given twice is written once: at its first place, with its last chunk.
         distinct = list({c.chunk_id: c for c in kept}.values())
         if distinct:
-            self._write("write chunks", [
-                *chunk_rows(distinct, indexed_at, self._per_statement),
-                *search_rows(distinct, self._per_statement),
-            ])
+            per = self._per_statement
+            self._write_overlapped(
+                "write chunks",
+                [*chunk_rows(distinct, indexed_at, per), *filter_rows(distinct, per)],
+                lambda: term_rows(distinct, per),
+            )
         if refused:
             raise RejectedDocumentError(
                 f"keyword longer than {MAX_KEYWORD_BYTES} bytes in chunks {refused[:3]}",

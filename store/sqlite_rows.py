@@ -50,6 +50,11 @@ def chunk_rows(
 def search_rows(chunks: Sequence[Chunk], per_statement: int) -> list[Statement]:
     """The statements that keep the chunks' search rows (distinct ids); run after their
     upserts, same transaction."""
+    return [*filter_rows(chunks, per_statement), *term_rows(chunks, per_statement)]
+
+
+def filter_rows(chunks: Sequence[Chunk], per_statement: int) -> list[Statement]:
+    """The first part of ``search_rows``: the chunks' filters, and their old terms dropped."""
     if not chunks:
         return []
     filters = []
@@ -62,9 +67,16 @@ def search_rows(chunks: Sequence[Chunk], per_statement: int) -> list[Statement]:
             chunk.chunk_id,
         ))
     ids = [(chunk.chunk_id,) for chunk in chunks]
-    terms = [(chunk_terms(chunk), chunk.chunk_id) for chunk in chunks]
     return [
         *_many(PUT_FILTERS, filters, per_statement),
         *_many(DROP_TERMS, ids, per_statement),
-        *_many(PUT_TERMS, terms, per_statement),
     ]
+
+
+def term_rows(chunks: Sequence[Chunk], per_statement: int) -> list[Statement]:
+    """The rest of ``search_rows``: the chunks' analysed terms (the Python work of a write,
+    so ``SQLiteStore.write_chunks`` computes them while SQLite runs the statements before)."""
+    if not chunks:
+        return []
+    terms = [(chunk_terms(chunk), chunk.chunk_id) for chunk in chunks]
+    return _many(PUT_TERMS, terms, per_statement)

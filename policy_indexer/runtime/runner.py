@@ -4,17 +4,18 @@ A process is a list of part kinds, each a function of ``(settings, backends,
 registry)`` that builds one ``Part`` (or ``None``: off in these settings). The
 runner opens the mode's backends, serves ``/metrics``, ``/healthz`` and
 ``/readyz`` once (``ProbeServer``; none where the part serves them itself, as
-the webhook receiver does), builds and starts the parts in order under one
-``Supervisor``, and runs until SIGTERM or SIGINT; then the parts stop in
-reverse order of start, the backends last::
+the webhook receiver does), builds every part, then starts them in order under
+one ``Supervisor`` (the probe server first: once it answers, every part is built
+and starting), and runs until SIGTERM or SIGINT; then the parts stop in reverse
+order of start, the backends last::
 
     run_parts(settings, [webhook_part], registry=registry, probes=None)   # one part
     run_parts(settings, [worker, webhook, ..., scheduler], ...)           # the embedded run
 
 A SIGTERM while the parts start (the probes already answer) stops them too.
 ``ready``: a check of the backends retried until it passes (``until_ready``),
-with the process alive and not ready meanwhile (``starting``), for processes
-that must wait for Kafka or Elasticsearch instead of exiting.
+with the probe server already answering, alive and not ready (``starting``),
+for processes that must wait for Kafka or Elasticsearch instead of exiting.
 
 Raises ``PartError`` (a part or the probe server could not start) and
 ``PartDied`` (a required part ended).
@@ -115,22 +116,54 @@ def run_parts(
         server = None
         if probes is not None:
             server = open_probe_server(settings, probes, registry)
-            supervisor.start(server)
+            if ready is not None:  # alive and not ready while it waits for its dependencies
+                supervisor.start(server)
         opened = _open(settings, supervisor, backends, ready)
         if opened is None:
             return  # stopped before the dependencies answered
-        started: list[Part] = []
-        for kind in kinds:
-            if supervisor.stop_requested.is_set():
+        with ExitStack() as unstarted:  # the probe server, if the build fails or is stopped
+            if server is not None and ready is None:
+                unstarted.callback(server.stop)
+            built = _build(settings, kinds, opened, registry, supervisor)
+            if built is None:
                 return
-            part = kind(settings, opened, registry)
-            if part is not None:
-                supervisor.start(part, required=getattr(part, "required", True))
-                started.append(part)
+            unstarted.pop_all()
+        if server is not None and ready is None:
+            supervisor.start(server)  # it answers once every part is built, as they start
+        _start_all(supervisor, built)
         if ready is not None:
             ready.state.starting = False
-        on_started(Running(opened, server, started))
+        on_started(Running(opened, server, built))
         supervisor.run_until_stopped()
+
+
+def _build(settings: Settings, kinds: Sequence[PartKind], backends: Backends,
+           registry: CollectorRegistry, supervisor: Supervisor) -> list[Part] | None:
+    """Every part, built in order (nothing started); a failure, or a stop asked meanwhile,
+    stops what was built. None: stopped."""
+    built: list[Part] = []
+    with ExitStack() as undo:
+        for kind in kinds:
+            if supervisor.stop_requested.is_set():
+                return None
+            part = kind(settings, backends, registry)
+            if part is not None:
+                built.append(part)
+                undo.callback(part.stop)
+        undo.pop_all()
+    return built
+
+
+def _start_all(supervisor: Supervisor, built: list[Part]) -> None:
+    """Start in order; if one fails, the ones not started are stopped too (the started
+    ones stop with the supervisor)."""
+    for n, part in enumerate(built):
+        try:
+            supervisor.start(part, required=getattr(part, "required", True))
+        except BaseException:
+            for rest in reversed(built[n + 1:]):
+                rest.stop()
+            raise
 
 
 def _open(settings: Settings, supervisor: Supervisor, backends: Backends | None,

@@ -1,7 +1,8 @@
 """A pydantic error is put into words in ``foundation/validation.py``, and the packages use it.
 
 The few places that still read ``exc.errors()`` themselves say something else: the
-first error in a message of their own (a file's front matter, a meta tag), the
+first error in a message of their own (a label rule; a front-matter key and a meta
+tag go through ``first_error``), the
 settings (the environment variable, secrets masked), or the value sent back to
 the caller who sent it. A new place that formats errors again fails here.
 """
@@ -19,8 +20,7 @@ from foundation.validation import field_errors, one_line
 
 ROOT = Path(__file__).resolve().parents[3]
 ELSEWHERE = {
-    "chunker/metadata.py": 2,  # the first error, naming the front-matter key
-    "sources/html_meta.py": 1, "sources/label_defaults.py": 1,  # the first error, in context
+    "sources/label_defaults.py": 1,  # the first error, in context
     "sources/cms.py": 1,  # the first three errors of a CMS answer, for the log
     "watcher/folder_sync.py": 1,  # the first error's message, as the skip reason
     "policy_indexer/cli.py": 1,  # settings: the variable's name, secrets masked

@@ -15,6 +15,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -103,15 +104,24 @@ class SQLiteStore:
         ))
 
     # -- plumbing ----------------------------------------------------------
-    def _write(self, what: str, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[int]:
-        """Run the statements in one transaction; returns each one's changed rows."""
+    @contextmanager
+    def _transaction(self, what: str) -> Iterator[None]:
+        """One write transaction under the store's lock; an SQLite error is ``translate``d."""
         with self._lock:
             try:
                 with sqlitedb.immediate(self._conn):
-                    counts = [self._conn.execute(sql, args).rowcount for sql, args in statements]
+                    yield
             except sqlite3.Error as exc:
                 raise translate(what, exc) from exc
-        return counts
+
+    def _run(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[int]:
+        """Each statement's changed rows (the caller holds a transaction)."""
+        return [self._conn.execute(sql, args).rowcount for sql, args in statements]
+
+    def _write(self, what: str, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[int]:
+        """Run the statements in one transaction; returns each one's changed rows."""
+        with self._transaction(what):
+            return self._run(statements)
 
     def _write_overlapped(
         self,
@@ -131,26 +141,20 @@ class SQLiteStore:
 
         def run_first() -> None:
             try:
-                done.extend(self._conn.execute(sql, args).rowcount for sql, args in first)
+                done.extend(self._run(first))
             except BaseException as exc:  # raised in the caller's thread
                 failed.append(exc)
 
-        with self._lock:
+        with self._transaction(what):
+            worker = threading.Thread(target=run_first, name="sqlite-write", daemon=True)
+            worker.start()
             try:
-                with sqlitedb.immediate(self._conn):
-                    worker = threading.Thread(target=run_first, name="sqlite-write", daemon=True)
-                    worker.start()
-                    try:
-                        later = then()
-                    finally:
-                        worker.join()
-                    if failed:
-                        raise failed[0]
-                    counts = done + [self._conn.execute(sql, args).rowcount
-                                     for sql, args in later]
-            except sqlite3.Error as exc:
-                raise translate(what, exc) from exc
-        return counts
+                later = then()
+            finally:
+                worker.join()
+            if failed:
+                raise failed[0]
+            return done + self._run(later)
 
     def _read(self, what: str, sql: str, args: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
         with self._lock:

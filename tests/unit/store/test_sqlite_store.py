@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from support.chunks import make_chunk
 
-from store.errors import StoreSetupError, TransientStoreError
+from chunker.model import Chunk
+from store.errors import StoreError, StoreSetupError, TransientStoreError
 from store.model import DocumentState
 from store.search import SearchQueryError
 from store.sqlite import SQLiteStore
+from store.sqlite_rows import Statement, filter_rows
 
 T0 = datetime(2024, 5, 1, tzinfo=UTC)
 
@@ -140,3 +143,35 @@ def test_a_locked_database_is_a_transient_error_the_worker_retries(tmp_path: Pat
         other.close()
     assert store.write_chunks([make_chunk("d", 1)]) == 1
     store.close()
+
+
+class TermsFailed(Exception):
+    pass
+
+
+def test_a_chunk_write_that_fails_halfway_leaves_nothing_and_the_store_usable(
+    sqlite_store: SQLiteStore, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A chunk write runs its rows on a second thread while this one computes the terms
+    # (``_write_overlapped``). Bad inputs: the terms' computation raising, and an SQL
+    # statement SQLite refuses on the other thread. Each: that error, nothing written,
+    # no transaction left open, and the next write and search work.
+    def failing_terms(*_args: object) -> list[Statement]:
+        raise TermsFailed("terms could not be computed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr("store.sqlite.term_rows", failing_terms)
+        with pytest.raises(TermsFailed):
+            index(sqlite_store, "refund", 1, {"cards": ("Gift cards are never refunded", [])})
+    def refused_statement(chunks: Sequence[Chunk], per_statement: int) -> list[Statement]:
+        return [*filter_rows(chunks, per_statement), ("INSERT INTO no_such_table VALUES (?)", [1])]
+
+    with monkeypatch.context() as patch:
+        patch.setattr("store.sqlite.filter_rows", refused_statement)
+        with pytest.raises(StoreError, match="no_such_table"):
+            index(sqlite_store, "refund", 1, {"cards": ("Gift cards are never refunded", [])})
+    assert list(sqlite_store.iter_chunks()) == []
+    assert found(sqlite_store, "gift") == []
+    index(sqlite_store, "refund", 1, {"cards": ("Gift cards are never refunded", [])})
+    assert [c.document_id for c in sqlite_store.iter_chunks()] == ["refund"]
+    assert len(found(sqlite_store, "gift")) == 1

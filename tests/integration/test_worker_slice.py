@@ -11,9 +11,11 @@ from prometheus_client import CollectorRegistry
 from support.chunks import fake_chunker
 from support.kafka_admin import delete_topics
 from support.kafka_helpers import publish_events, wait_for_lag_zero
+from support.waiting import wait_until
 
 from consumers.commit_policy import CommitPolicy
 from consumers.kafka_dead_letters import KafkaDeadLetterSink
+from consumers.visibility import VisibilityPolicy
 from consumers.worker import Worker
 from events.model import Action, ChangeEvent
 from indexing.core import Indexer
@@ -122,3 +124,49 @@ def test_a_document_over_kafkas_default_1_mb_limit_is_published_and_indexed(
     expected = {c.chunk_id for c in chunk_document("annual-terms", 1, content)}
     assert len(expected) >= 300
     assert {r.chunk_id for r in es_store.iter_chunks()} == expected
+
+
+@pytest.mark.parametrize("refresh", [True, False], ids=["refresh-when-caught-up", "never"])
+def test_a_caught_up_worker_makes_its_change_searchable_without_the_indexs_refresh(
+    kafka_bootstrap: str, es_store: ElasticsearchStore, unique: str, refresh: bool,
+) -> None:
+    """With the index's own refresh off, only the worker's refresh after a short batch
+    (``consumers.visibility``) makes the change visible to a search."""
+    es_store.client.indices.put_settings(index=es_store.names.chunks,
+                                         settings={"index": {"refresh_interval": "-1"}})
+    topic, dlq, group = f"{unique}-changes", f"{unique}-dlq", f"{unique}-group"
+    ensure_topics(kafka_bootstrap, [topic, dlq], partitions=1)
+    sender = KafkaSender(kafka_bootstrap, ProducerPolicy())
+    worker = Worker(
+        KafkaEventConsumer.connect(kafka_bootstrap, group, topic),
+        Indexer(es_store, chunk=fake_chunker),
+        KafkaDeadLetterSink(sender, dlq),
+        metrics=WorkerMetrics.create(CollectorRegistry()),
+        commit=CommitPolicy(max_records=1, max_interval_s=0.2),
+        visibility=VisibilityPolicy() if refresh else VisibilityPolicy(min_interval_s=None),
+    )
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+
+    def sixty() -> int:
+        hits = es_store.client.search(index=es_store.names.chunks,
+                                      query={"match": {"text": "sixty"}})
+        return len(hits["hits"]["hits"])
+
+    try:
+        publish_events(kafka_bootstrap, topic, [
+            ChangeEvent(event_id="e1", document_id="refund", action=Action.UPSERT, version=1,
+                        changed_at=datetime(2024, 3, 1, tzinfo=UTC),
+                        content_type="text/markdown", content="Refunds within sixty days"),
+        ])
+        if refresh:
+            wait_until(sixty, 60, "the change to be searchable")
+        else:
+            wait_for_lag_zero(kafka_bootstrap, group, topic, timeout_s=60)
+            assert sixty() == 0, "searchable although nothing refreshed the index"
+    finally:
+        worker.request_stop()
+        thread.join(timeout=30)
+        sender.close()
+        delete_topics(kafka_bootstrap, [topic, dlq])
+    assert not thread.is_alive()

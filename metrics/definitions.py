@@ -17,7 +17,8 @@ is registered at import. Names, types and meanings:
   topic, by reason (``not_json``, ``schema``, ``chunker``, ``rejected``).
 - ``policy_indexer_transient_errors_total{operation}`` counter: transient failures that
   were retried (``store``, ``kafka``; for Kafka also each failed commit and each time
-  the group coordinator went out of reach).
+  the group coordinator went out of reach), and ``refresh``: a caught-up worker's refresh
+  after its batch that failed (not retried; the index refreshes on its own).
 - ``policy_indexer_retrying`` gauge: 1 while the worker is backing off from a transient
   failure or cannot reach Kafka's group coordinator, else 0.
 - ``policy_indexer_offsets_committed_total`` counter: offset commits to Kafka.
